@@ -1,0 +1,486 @@
+"""What the worker does with a device: verify an edit against the original, and time both.
+
+This runs inside the worker process only. It is written against the small :class:`~sass_lsp.gpu.device.Device`
+interface, so the same code runs on the GPU and, in protocol tests, on the fake device.
+
+Results are plain dicts (they go straight into the JSON-lines protocol). A fatal device error is reported as a
+result with ``context_lost: true``; the worker then exits, because nothing more can run in that context.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from sass_lsp.gpu.data import POISON_BYTE, compare_buffer, count_poison, dtype_of, make_input
+from sass_lsp.gpu.device import Device, DeviceError, Geometry
+from sass_lsp.gpu.dtypes import from_float32, lookup_dtype
+from sass_lsp.gpu.spec import BufferParam, LaunchSpec, NullParam, ScalarParam, SpecError
+
+ProgressFn = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: also the worker's heartbeat, so it is called before every device step."""
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    pass
+
+
+def pack_args(spec: LaunchSpec, ptrs: dict[int, int]) -> list[bytes]:
+    """Each parameter's bytes as the kernel's constant bank expects them."""
+    out = []
+    for idx, param in enumerate(spec.params):
+        if isinstance(param, BufferParam):
+            out.append(struct.pack("<Q", ptrs[idx]))
+        elif isinstance(param, NullParam):
+            out.append(bytes(8))
+        else:
+            dtype = lookup_dtype(param.type)
+            assert dtype is not None
+            if dtype.is_float and not dtype.native:
+                out.append(from_float32(dtype, np.array([param.value], dtype=np.float32)).tobytes())
+            else:
+                out.append(np.array([param.value]).astype(dtype.storage).tobytes())
+    return out
+
+
+def spec_param_sizes(spec: LaunchSpec) -> list[int]:
+    sizes = []
+    for param in spec.params:
+        if isinstance(param, ScalarParam):
+            dtype = lookup_dtype(param.type)
+            assert dtype is not None
+            sizes.append(dtype.size)
+        else:
+            sizes.append(8)
+    return sizes
+
+
+class Session:
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.phase = "idle"
+        """What the device is doing now ("edit seed 3"); reported with faults and timeouts."""
+        self._progress: ProgressFn = _no_progress
+        self._seed: int | None = None
+
+    def _step(self, phase: str, done: int, total: int) -> None:
+        self.phase = phase
+        self._progress(phase, done, total)
+
+    def hello(self) -> dict[str, Any]:
+        return {"device": self.device.info(), "clocks": self.device.clocks(), "pid": os.getpid()}
+
+    # -- shared plumbing ------------------------------------------------------------------------------------
+    def _check_sizes(self, cubin: bytes, spec: LaunchSpec, side: str) -> None:
+        try:
+            sizes = self.device.param_sizes(cubin, spec.kernel)
+        except KeyError as exc:
+            raise SpecError("kernel", f"{spec.kernel!r} is not in the {side} cubin") from exc
+        if sizes is not None and sizes != spec_param_sizes(spec):
+            raise SpecError(
+                "params",
+                f"the spec's parameter sizes {spec_param_sizes(spec)} differ from the {side} "
+                f"kernel's KPARAM_INFO {sizes}",
+            )
+
+    @contextmanager
+    def _loaded(self, cubins: dict[str, bytes], spec: LaunchSpec) -> Iterator[dict[str, Any]]:
+        kernels: dict[str, Any] = {}
+        try:
+            for side, cubin in cubins.items():
+                self._check_sizes(cubin, spec, side)
+                self.phase = f"load {side}"
+                kernels[side] = self.device.load(cubin, spec.kernel, spec.shared_bytes)
+            yield kernels
+        except DeviceError as exc:
+            if not exc.fatal:
+                self._quietly(lambda: [self.device.unload(k) for k in kernels.values()])
+            raise  # after a fatal error the context is gone: touching it again would only hide the cause
+        except BaseException:
+            self._quietly(lambda: [self.device.unload(k) for k in kernels.values()])
+            raise
+        else:
+            for kernel in kernels.values():
+                self.device.unload(kernel)
+
+    def _quietly(self, cleanup: Callable[[], Any]) -> None:
+        """Best-effort cleanup while another error propagates (that error is the one to report)."""
+        with suppress(DeviceError):
+            cleanup()
+
+    def _alloc_set(self, spec: LaunchSpec) -> dict[int, int]:
+        return {idx: self.device.alloc(p.nbytes) for idx, p in spec.buffers}
+
+    def _free(self, ptrs: dict[int, int]) -> None:
+        for ptr in ptrs.values():
+            self.device.free(ptr)
+
+    def _prepare(self, spec: LaunchSpec, ptrs: dict[int, int], inputs: dict[int, np.ndarray]) -> None:
+        for idx, param in spec.buffers:
+            if param.role == "out":
+                self.device.fill_bytes(ptrs[idx], POISON_BYTE, param.nbytes)
+            else:
+                self.device.upload(ptrs[idx], inputs[idx])
+
+    def _run(
+        self, kernel: Any, spec: LaunchSpec, ptrs: dict[int, int], inputs: dict[int, np.ndarray]
+    ) -> dict[int, np.ndarray]:
+        """Fresh inputs, poisoned outputs, one launch; every compared buffer read back."""
+        self._prepare(spec, ptrs, inputs)
+        self.device.launch(kernel, _geometry(spec), pack_args(spec, ptrs))
+        self.device.sync()
+        return {
+            idx: self.device.download(ptrs[idx], p.nbytes).view(dtype_of(p).storage)
+            for idx, p in spec.buffers
+            if p.compared
+        }
+
+    def _failure(self, exc: DeviceError, side: str, seed: int | None) -> dict[str, Any]:
+        status = "fault" if exc.fatal else "launch_error"
+        return {
+            "status": status,
+            "context_lost": exc.fatal,
+            "fault": {**exc.to_dict(), "side": side, "seed": seed, "phase": self.phase},
+        }
+
+    # -- verification ---------------------------------------------------------------------------------------
+    def verify(
+        self,
+        orig: bytes,
+        edit: bytes,
+        spec: LaunchSpec,
+        seeds: list[int],
+        progress: ProgressFn = _no_progress,
+    ) -> dict[str, Any]:
+        self._progress = progress
+        result: dict[str, Any] = {
+            "status": "match",
+            "bit_identical": True,
+            "seeds": [],
+            "mismatches": [],
+            "nondeterministic": spec.nondeterministic,
+            "max_abs_diff": {},
+            "notes": [],
+            "context_lost": False,
+        }
+        try:
+            with self._loaded({"original": orig, "edit": edit}, spec) as kernels:
+                ptrs = self._alloc_set(spec)
+                try:
+                    self._verify_seeds(kernels, spec, ptrs, seeds, result)
+                except DeviceError as exc:
+                    if not exc.fatal:
+                        self._quietly(lambda: self._free(ptrs))
+                    raise
+                else:
+                    self._free(ptrs)
+        except DeviceError as exc:
+            out = self._failure(exc, _side_of(self.phase, "original"), self._seed)
+            if self.phase.startswith("load"):
+                out["status"] = "load_error"
+            result.update(out)
+        return result
+
+    def _verify_seeds(
+        self,
+        kernels: dict[str, Any],
+        spec: LaunchSpec,
+        ptrs: dict[int, int],
+        seeds: list[int],
+        result: dict[str, Any],
+    ) -> None:
+        total = 2 * len(seeds) + 1
+        done = 0
+        for seed_idx, seed in enumerate(seeds):
+            self._seed = seed
+            self._step(f"fill seed {seed}", done, total)
+            inputs = {idx: make_input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+            self._step(f"original seed {seed}", done, total)
+            ref = self._run(kernels["original"], spec, ptrs, inputs)
+            done += 1
+            if seed_idx == 0:
+                stop = self._check_original(spec, ptrs, inputs, ref, kernels["original"], seed, result)
+                done += 1
+                if stop:
+                    return
+            self._step(f"edit seed {seed}", done, total)
+            got = self._run(kernels["edit"], spec, ptrs, inputs)
+            done += 1
+            self._compare(spec, inputs, ref, got, seed, result)
+            result["seeds"].append(seed)
+            if result["mismatches"]:
+                result["status"] = "mismatch"
+                return
+        self._step("done", total, total)
+
+    def _check_original(
+        self,
+        spec: LaunchSpec,
+        ptrs: dict[int, int],
+        inputs: dict[int, np.ndarray],
+        ref: dict[int, np.ndarray],
+        kernel: Any,
+        seed: int,
+        result: dict[str, Any],
+    ) -> bool:
+        """Run the original a second time; returns True when verification cannot go on."""
+        for idx, param in spec.buffers:
+            if param.role == "in" and not np.array_equal(ref[idx].view(np.uint8), inputs[idx].view(np.uint8)):
+                result["status"] = "spec_error"
+                result["notes"].append(
+                    f'the original kernel writes to params[{idx}] {param.name} (role "in"): '
+                    'mark it "inout" or "scratch"'
+                )
+                return True
+            if param.role == "out":
+                n_unwritten = count_poison(param, ref[idx])
+                if n_unwritten:
+                    result["notes"].append(
+                        f"params[{idx}] {param.name}: the original left {n_unwritten} of "
+                        f"{param.n_elems} elements unwritten (poison pattern)"
+                    )
+        self._step(f"original again seed {seed}", 1, 1)
+        again = self._run(kernel, spec, ptrs, inputs)
+        diffs = []
+        for idx, param in spec.buffers:
+            if param.compared:
+                cmp = compare_buffer(
+                    param, idx, ref[idx], again[idx], None, kind="nondeterministic", seed=seed
+                )
+                if cmp.mismatch is not None:
+                    diffs.append(asdict(cmp.mismatch))
+        if diffs:
+            result["nondeterministic"] = True
+            has_tolerance = spec.tolerance is not None or any(
+                p.tolerance is not None for _, p in spec.buffers
+            )
+            if not has_tolerance:
+                result["status"] = "nondeterministic"
+                result["mismatches"] = diffs
+                result["notes"].append(
+                    "the original gives different bits on identical inputs (atomics?): set "
+                    "nondeterministic = true and a tolerance in the spec"
+                )
+                return True
+        return False
+
+    def _compare(
+        self,
+        spec: LaunchSpec,
+        inputs: dict[int, np.ndarray],
+        ref: dict[int, np.ndarray],
+        got: dict[int, np.ndarray],
+        seed: int,
+        result: dict[str, Any],
+    ) -> None:
+        for idx, param in spec.buffers:
+            if not param.compared:
+                continue
+            if param.role == "in":
+                cmp = compare_buffer(param, idx, inputs[idx], got[idx], None, kind="stray_write", seed=seed)
+            else:
+                cmp = compare_buffer(param, idx, ref[idx], got[idx], spec.tolerance_for(param), seed=seed)
+            if cmp.mismatch is not None:
+                result["mismatches"].append(asdict(cmp.mismatch))
+            if not cmp.bit_identical:
+                result["bit_identical"] = False
+                if math.isfinite(cmp.max_abs_diff):
+                    prev = result["max_abs_diff"].get(param.name, 0.0)
+                    result["max_abs_diff"][param.name] = max(prev, cmp.max_abs_diff)
+
+    # -- timing ---------------------------------------------------------------------------------------------
+    def time(
+        self,
+        orig: bytes,
+        edit: bytes,
+        spec: LaunchSpec,
+        *,
+        rounds: int = 40,
+        warmup: int = 5,
+        target_batch_ms: float = 5.0,
+        cache: str = "rotate",
+        seed: int = 0,
+        max_sets: int = 64,
+        max_rotate_bytes: int = 8 << 30,
+        progress: ProgressFn = _no_progress,
+    ) -> dict[str, Any]:
+        """Interleaved timing: per-launch milliseconds per round and side (statistics are the caller's)."""
+        self._progress = progress
+        if cache not in ("rotate", "flush"):
+            raise SpecError("cache", f"unknown cache mode {cache!r} (rotate or flush)")
+        device = self.device
+        info = device.info()
+        geometry = _geometry(spec)
+        footprint = max(1, sum(p.nbytes for _, p in spec.buffers))
+        n_sets = 1
+        if cache == "rotate":
+            # Enough copies of every buffer that a launch's data was last touched ≥ 2×L2 bytes ago.
+            n_sets = max(
+                1,
+                min(
+                    max_sets, math.ceil(2 * int(info["l2_bytes"]) / footprint), max_rotate_bytes // footprint
+                ),
+            )
+        sets: list[dict[int, int]] = []
+        graphs: list[Any] = []
+        side = "original"
+        result: dict[str, Any] = {"status": "ok", "context_lost": False}
+        try:
+            with self._loaded({"original": orig, "edit": edit}, spec) as kernels:
+                try:
+                    self._step("allocate", 0, rounds)
+                    inputs = {idx: make_input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+                    for set_idx in range(n_sets):
+                        sets.append(self._alloc_set(spec))
+                        if set_idx == 0:
+                            self._prepare(spec, sets[0], inputs)
+                        else:
+                            for idx, param in spec.buffers:
+                                device.copy(sets[set_idx][idx], sets[0][idx], param.nbytes)
+                    device.sync()
+                    args = [pack_args(spec, ptrs) for ptrs in sets]
+                    kernel_of = {"original": kernels["original"], "edit": kernels["edit"]}
+                    clocks_before = device.clocks()
+                    n_warm = max(warmup, n_sets)
+                    est: dict[str, float] = {}
+                    for side in ("original", "edit"):
+                        self._step(f"warm-up {side}", 0, rounds)
+                        plan = [(kernel_of[side], args[i % n_sets]) for i in range(n_warm)]
+                        device.time_launches(plan, geometry)
+                        est[side] = device.time_launches(plan, geometry) / n_warm
+                    per_launch = max(max(est.values()), 1e-4)
+                    if cache == "flush":
+                        batch = max(1, min(50, math.ceil(target_batch_ms / per_launch)))
+                    else:
+                        batch = n_sets * max(1, math.ceil(target_batch_ms / (per_launch * n_sets)))
+                        batch = min(batch, max(n_sets, 5000 // n_sets * n_sets))
+                    method = "flush+events" if cache == "flush" else "graph"
+                    graph_of: dict[str, Any] = {}
+                    if cache == "rotate":
+                        try:
+                            for side in ("original", "edit"):
+                                self._step(f"capture {side}", 0, rounds)
+                                plan = [(kernel_of[side], args[i % n_sets]) for i in range(batch)]
+                                graph_of[side] = device.capture(plan, geometry)
+                                graphs.append(graph_of[side])
+                        except DeviceError as exc:
+                            if exc.fatal:
+                                raise
+                            method = "stream"  # capture unsupported: plain launches (gaps are then included)
+                            result.setdefault("notes", []).append(
+                                f"graph capture failed ({exc}); timed stream launches"
+                            )
+                    samples: dict[str, list[float]] = {"original": [], "edit": []}
+                    for round_idx in range(rounds):
+                        # Alternate which side goes first (AB, BA, AB …) so neither always runs right after
+                        # the
+                        # other's warm caches or clocks.
+                        order = ("original", "edit") if round_idx % 2 == 0 else ("edit", "original")
+                        for side in order:
+                            self._step(f"round {round_idx + 1}/{rounds} {side}", round_idx, rounds)
+                            kernel = kernel_of[side]
+                            if cache == "flush":
+                                total = sum(
+                                    device.time_flushed(kernel, geometry, args[0]) for _ in range(batch)
+                                )
+                            elif method == "graph":
+                                total = device.time_graph(graph_of[side])
+                            else:
+                                plan = [(kernel, args[i % n_sets]) for i in range(batch)]
+                                total = device.time_launches(plan, geometry)
+                            samples[side].append(total / batch)
+                    self._step("done", rounds, rounds)
+                    result.update(
+                        {
+                            "orig_ms": samples["original"],
+                            "edit_ms": samples["edit"],
+                            "rounds": rounds,
+                            "batch": batch,
+                            "n_sets": n_sets,
+                            "method": method,
+                            "cache": cache,
+                            "footprint_bytes": footprint,
+                            "warmup": n_warm,
+                            "estimate_ms": est,
+                            "device": info,
+                            "clocks_before": clocks_before,
+                            "clocks_after": device.clocks(),
+                        }
+                    )
+                except DeviceError as exc:
+                    if not exc.fatal:
+                        self._quietly(lambda: self._release(graphs, sets))
+                    raise
+                else:
+                    self._release(graphs, sets)
+        except DeviceError as exc:
+            result.update(self._failure(exc, _side_of(self.phase, side), seed))
+            if self.phase.startswith("load"):
+                result["status"] = "load_error"
+        return result
+
+    def _release(self, graphs: list[Any], sets: list[dict[int, int]]) -> None:
+        for graph in graphs:
+            self.device.destroy_graph(graph)
+        for ptrs in sets:
+            self._free(ptrs)
+
+    # -- one launch (smoke tests, the profiler's launcher) --------------------------------------------------
+    def launch(
+        self,
+        cubin: bytes,
+        spec: LaunchSpec,
+        *,
+        seed: int = 0,
+        repeats: int = 1,
+        progress: ProgressFn = _no_progress,
+    ) -> dict[str, Any]:
+        self._progress = progress
+        result: dict[str, Any] = {"status": "ok", "context_lost": False}
+        try:
+            with self._loaded({"kernel": cubin}, spec) as kernels:
+                ptrs = self._alloc_set(spec)
+                inputs = {idx: make_input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+                outs: dict[int, np.ndarray] = {}
+                for rep in range(repeats):
+                    self._step(f"launch {rep + 1}/{repeats}", rep, repeats)
+                    outs = self._run(kernels["kernel"], spec, ptrs, inputs)
+                buffers = []
+                for idx, param in spec.buffers:
+                    if param.role in ("out", "inout"):
+                        raw = outs[idx]
+                        values = raw.astype(np.float64) if dtype_of(param).native else None
+                        buffers.append(
+                            {
+                                "param_idx": idx,
+                                "name": param.name,
+                                "n_elems": param.n_elems,
+                                "unwritten": count_poison(param, raw),
+                                "finite": int(np.isfinite(values).sum()) if values is not None else None,
+                            }
+                        )
+                result["outputs"] = buffers
+                self._free(ptrs)
+        except DeviceError as exc:
+            result.update(self._failure(exc, "kernel", seed))
+            if self.phase.startswith("load"):
+                result["status"] = "load_error"
+        return result
+
+
+def _geometry(spec: LaunchSpec) -> Geometry:
+    return Geometry(spec.grid, spec.block, spec.shared_bytes, spec.cluster)
+
+
+def _side_of(phase: str, fallback: str) -> str:
+    for side in ("original", "edit"):
+        if side in phase:
+            return side
+    return fallback

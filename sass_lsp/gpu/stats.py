@@ -1,0 +1,90 @@
+"""Summary statistics for timings: median and IQR per side, and a paired bootstrap CI of the speedup.
+
+Rounds are the unit of resampling: each round timed the original and the edit back to back, so a round's pair
+shares the same clock and thermal state. Resampling whole rounds keeps that pairing; the RNG seed is fixed
+so the
+same samples always give the same interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BOOTSTRAP_SEED = 20261129
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    q1: float
+    q3: float
+    mean: float
+    min: float
+    max: float
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+
+def summarize(samples: list[float] | np.ndarray) -> Summary:
+    data = np.asarray(samples, dtype=np.float64)
+    if data.size == 0:
+        raise ValueError("no samples")
+    q1, median, q3 = np.percentile(data, [25, 50, 75])
+    return Summary(
+        int(data.size),
+        float(median),
+        float(q1),
+        float(q3),
+        float(data.mean()),
+        float(data.min()),
+        float(data.max()),
+    )
+
+
+@dataclass(frozen=True)
+class RatioCI:
+    ratio: float
+    """median(original) / median(edit): above 1 means the edit is faster."""
+    low: float
+    high: float
+    confidence: float
+    n_resamples: int
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    @property
+    def contains_one(self) -> bool:
+        return self.low <= 1.0 <= self.high
+
+
+def bootstrap_ratio_ci(
+    orig_ms: list[float] | np.ndarray,
+    edit_ms: list[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = BOOTSTRAP_SEED,
+) -> RatioCI:
+    """Percentile bootstrap of median(orig)/median(edit), resampling paired rounds."""
+    a = np.asarray(orig_ms, dtype=np.float64)
+    b = np.asarray(edit_ms, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError("need two equally long series of at least 2 paired rounds")
+    rng = np.random.default_rng(seed)
+    ratios = np.empty(n_resamples)
+    # Chunked so 10k resamples of long series stay within a few MB.
+    chunk = max(1, 2_000_000 // a.size)
+    for start in range(0, n_resamples, chunk):
+        stop = min(n_resamples, start + chunk)
+        idx = rng.integers(0, a.size, size=(stop - start, a.size))
+        ratios[start:stop] = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    return RatioCI(float(np.median(a) / np.median(b)), float(low), float(high), confidence, n_resamples)
