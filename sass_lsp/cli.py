@@ -69,19 +69,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Disassemble the bundled sm_90 cubin, re-assemble it, and show the round trip is exact."""
     from rich.console import Console
 
-    console = Console()
+    console = Console(soft_wrap=True)
     original = DEMO_CUBIN.read_bytes()
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="sass-lsp-demo-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     console.print(f"[bold]sass-lsp {__version__} demo[/bold] on {DEMO_CUBIN.name} ({len(original)} bytes)")
 
+    from sass_lsp.cuasm.writer import write_cuasm_stats
+
     t0 = time.perf_counter()
-    text = disassemble_file(DEMO_CUBIN)
+    text, stats = write_cuasm_stats(original, source_name=DEMO_CUBIN.name)
     t_disasm = time.perf_counter() - t0
     cuasm_path = out_dir / "triton_add.cuasm"
     write_atomic(cuasm_path, text)
-    n_instrs = sum(1 for line in text.splitlines() if line.lstrip().startswith("[B"))
-    console.print(f"1. disassembled: {n_instrs} instructions -> {cuasm_path} ({t_disasm * 1e3:.0f} ms)")
+    n_exact = stats["n_instrs"] - stats["n_hidden"] - stats["n_raw"]
+    console.print(
+        f"1. disassembled {stats['n_instrs']} instructions -> {cuasm_path} ({t_disasm * 1e3:.0f} ms); "
+        f"{n_exact} encode bit-exact from their text, {stats['n_hidden']} carry hidden bits, "
+        f"{stats['n_raw']} raw words"
+    )
 
     t0 = time.perf_counter()
     rebuilt = assemble_text(text, str(cuasm_path))
@@ -91,7 +97,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console.print(f"2. re-assembled and verified with nvdisasm -> {cubin_path} ({t_asm * 1e3:.0f} ms)")
 
     if rebuilt != original:
-        n_diff = sum(a != b for a, b in zip(rebuilt, original, strict=False)) + abs(len(rebuilt) - len(original))
+        n_diff = abs(len(rebuilt) - len(original))
+        n_diff += sum(a != b for a, b in zip(rebuilt, original, strict=False))
         console.print(f"[red]3. round trip differs from the original in {n_diff} bytes[/red]")
         return 1
     console.print(f"3. round trip is byte-identical ({len(rebuilt)} bytes)  [green]OK[/green]")

@@ -1,0 +1,107 @@
+"""Split ``nvdisasm -hex`` output into per-section text and (pc, text, word) instruction lists.
+
+The only module here that runs nvdisasm (through :mod:`sass_lsp.nvdisasm`); one call per cubin.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from sass_lsp.nvdisasm import run_nvdisasm
+
+_SECTION_RE = re.compile(r"\s*\.section\s+([^,\s]+)")
+_INSTR_RE = re.compile(r"^(\s*)/\*([0-9a-fA-F]{4,})\*/(\s*)(.*?)\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")
+_BANNER_RE = re.compile(r"//-{5,} .* -{5,}\s*$")
+_HEX_RE = re.compile(r"^\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")
+
+
+@dataclass
+class DisasmInstr:
+    pc: int
+    text: str
+    word: int
+
+
+@dataclass
+class DisasmSection:
+    name: str
+    header_line: str = ""  # the ".section" line as nvdisasm printed it
+    lines: list[str] = field(default_factory=list)  # body lines after the .section line, hex removed
+    instrs: list[DisasmInstr] = field(default_factory=list)
+
+
+@dataclass
+class Disassembly:
+    preamble: list[str]
+    sections: dict[str, DisasmSection]
+    trailer: list[str]  # lines of the "SYMBOLS" block
+
+
+def parse_disassembly(text: str) -> Disassembly:
+    preamble: list[str] = []
+    sections: dict[str, DisasmSection] = {}
+    trailer: list[str] = []
+    current: DisasmSection | None = None
+    in_trailer = False
+    pending: tuple[int, str, int, str] | None = None  # pc, text, low qword, line
+    for line in text.splitlines():
+        if pending is not None:
+            hi = _HEX_RE.match(line)
+            if hi and current is not None:
+                pc, instr, low, head = pending
+                current.instrs.append(DisasmInstr(pc, instr, low | int(hi.group(1), 16) << 64))
+                current.lines.append(head)
+                pending = None
+                continue
+            pending = None
+        if re.match(r"//-+ SYMBOLS -+", line):
+            in_trailer = True
+            current = None
+            continue
+        sec = _SECTION_RE.match(line)
+        if sec and line.strip().startswith(".section"):
+            name = sec.group(1).strip('"')
+            current = DisasmSection(name, line)
+            sections[name] = current
+            in_trailer = False
+            continue
+        if in_trailer:
+            trailer.append(line)
+            continue
+        if current is None:
+            preamble.append(line)
+            continue
+        if _BANNER_RE.match(line):
+            continue  # the next section's banner; writers print their own
+        m = _INSTR_RE.match(line)
+        if m:
+            head = f"{m.group(1)}/*{m.group(2)}*/{m.group(3)}{m.group(4)}"
+            pending = (int(m.group(2), 16), m.group(4), int(m.group(5), 16), head)
+            continue
+        current.lines.append(line)
+    return Disassembly(preamble, sections, trailer)
+
+
+def disassemble(cubin: bytes) -> Disassembly:
+    return parse_disassembly(run_nvdisasm(["-hex"], cubin))
+
+
+def normalise_text(text: str) -> str:
+    """Whitespace-insensitive form used to compare instruction texts."""
+    text = text.strip()
+    if text.endswith(";"):
+        text = text[:-1]
+    return " ".join(text.split()).replace(" ,", ",")
+
+
+def texts_equivalent(source: str, disassembled: str) -> bool:
+    """Same instruction text, allowing CuAssembler's QNAN rewrite (``+QNAN`` printed as raw bits)."""
+    a, b = normalise_text(source), normalise_text(disassembled)
+    if a == b:
+        return True
+    if "QNAN" in b:
+        # CuAssembler writes the payload as a hex float literal; compare with that operand masked.
+        pattern = re.escape(b).replace(r"\+QNAN", r"\S+").replace(r"\-QNAN", r"\S+").replace("QNAN", r"\S+")
+        return re.fullmatch(pattern, a) is not None
+    return False

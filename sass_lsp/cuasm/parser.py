@@ -1,0 +1,239 @@
+"""Feature: .cuasm parsing. Text in, :class:`Module` plus diagnostics out; never raises.
+
+Reads both our own output and files written by CuAssembler (its header/section/segment
+pseudo-directives, nvdisasm section text, control-code prefixed instruction lines).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sass_lsp.isa.control import ControlCodeError, parse_control
+from sass_lsp.model import (
+    Diagnostic,
+    Directive,
+    Field,
+    Instruction,
+    Label,
+    Module,
+    RecordedReloc,
+    SectionBlock,
+    SegmentBlock,
+)
+
+_LABEL_RE = re.compile(r"([A-Za-z0-9._$@#]+):\s*$")
+_DIRECTIVE_RE = re.compile(r"(\.[A-Za-z_][\w.]*)(\s*)(.*)$")
+_HIDDEN_RE = re.compile(r"//\s*hidden\s+0x([0-9a-fA-F]+)")
+_RAW_RE = re.compile(r"//\s*raw\s+0x([0-9a-fA-F]+)")
+_RELOC_RE = re.compile(
+    r"//\s*Relocation\[\d+\].*?'r_offset':\s*(\d+).*?'r_info_sym':\s*(\d+),\s*'r_info_type':\s*(\d+)"
+    r"(?:,\s*'r_addend':\s*(-?\d+))?"
+)
+_SYMBOLS_RE = re.compile(r"\s*//-+\s*SYMBOLS\s*-+")
+
+
+def strip_comments(line: str) -> str:
+    """Blank out ``//`` and ``/* */`` comments outside strings; columns are preserved."""
+    out = list(line)
+    idx = 0
+    in_string = False
+    while idx < len(line):
+        ch = line[idx]
+        if in_string:
+            if ch == "\\":
+                idx += 2
+                continue
+            if ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif line.startswith("//", idx):
+            return "".join(out[:idx])
+        elif line.startswith("/*", idx):
+            end = line.find("*/", idx + 2)
+            end = len(line) if end < 0 else end + 2
+            out[idx:end] = " " * (end - idx)
+            idx = end
+            continue
+        idx += 1
+    return "".join(out)
+
+
+def parse_int(text: str) -> int | None:
+    text = text.strip()
+    try:
+        return int(text, 0)
+    except ValueError:
+        try:
+            return int(text, 16) if text.lower().startswith(("0x", "-0x")) else None
+        except ValueError:
+            return None
+
+
+def _field_value(text: str) -> int | str:
+    value = parse_int(text)
+    return value if value is not None else text.strip().strip('"')
+
+
+def _parse_section_line(args: str) -> tuple[str, str]:
+    """Name and type text of ``.section "name", 0, SHT_X`` or ``.section name,"flags",@type``."""
+    args = args.strip()
+    if args.startswith('"'):
+        end = args.find('"', 1)
+        name = args[1:end]
+        rest = [p.strip() for p in args[end + 1 :].split(",") if p.strip()]
+        return name, rest[-1] if rest else ""
+    parts = [p.strip() for p in args.split(",")]
+    return parts[0], parts[-1] if len(parts) > 1 else ""
+
+
+def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
+    module = Module()
+    diags: list[Diagnostic] = []
+    section: SectionBlock | None = None
+    segment: SegmentBlock | None = None
+    in_trailer = False
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        if _SYMBOLS_RE.match(raw):
+            in_trailer = True
+            continue
+        reloc = _RELOC_RE.search(raw)
+        if reloc and section is not None:
+            addend = None if reloc.group(4) is None else int(reloc.group(4))
+            section.relocs.append(
+                RecordedReloc(int(reloc.group(1)), int(reloc.group(2)), int(reloc.group(3)), addend, lineno)
+            )
+            continue
+        code = strip_comments(raw)
+        stripped = code.strip()
+        if not stripped:
+            continue
+        col = len(code) - len(code.lstrip()) + 1
+        if stripped.startswith("["):
+            _parse_instruction(raw, code, lineno, col, section, diags)
+            continue
+        label = _LABEL_RE.match(stripped)
+        if label and not stripped.startswith(".__"):
+            if section is None:
+                diags.append(
+                    Diagnostic(
+                        lineno,
+                        col,
+                        f"label '{label.group(1)}' outside any section",
+                        "put labels after a .section line",
+                    )
+                )
+            else:
+                name = label.group(1)
+                if name.endswith(".#"):  # CuAssembler's per-line offset labels: make each unique
+                    name = f"{name[:-1]}L{lineno:08x}"
+                section.items.append(Label(name, lineno, col))
+            continue
+        match = _DIRECTIVE_RE.match(stripped)
+        if not match:
+            if section is not None and section.name.startswith(".text"):
+                diags.append(
+                    Diagnostic(
+                        lineno,
+                        col,
+                        f"instruction without a control code: '{stripped}'",
+                        "prefix it with a control field such as [B------:R-:W-:-:S01]",
+                    )
+                )
+            else:
+                diags.append(
+                    Diagnostic(
+                        lineno,
+                        col,
+                        f"unrecognised line: '{stripped}'",
+                        "expected a directive, a label or an instruction line",
+                    )
+                )
+            continue
+        name, args = match.group(1), match.group(3).strip()
+        args_col = col + len(match.group(1)) + len(match.group(2))
+        if name.startswith(".__elf_"):
+            module.elf[name[7:]] = Field(name[7:], _field_value(args), lineno, args_col)
+        elif name == ".__segment":
+            parts = [p.strip().strip('"') for p in args.split(",")]
+            flags = parse_int(parts[1]) if len(parts) > 1 else None
+            segment = SegmentBlock(parts[0], flags or 0, lineno)
+            module.segments.append(segment)
+            section = None
+        elif name.startswith(".__segment_"):
+            if segment is None:
+                diags.append(
+                    Diagnostic(lineno, col, f"{name} before any .__segment", "add a .__segment line")
+                )
+            else:
+                segment.fields[name[11:]] = Field(name[11:], _field_value(args), lineno, args_col)
+        elif name == ".section":
+            sec_name, type_text = _parse_section_line(args)
+            section = SectionBlock(sec_name, lineno, type_text, args)
+            module.sections.append(section)
+            in_trailer = False
+        elif name.startswith(".__section_"):
+            if section is None:
+                diags.append(
+                    Diagnostic(lineno, col, f"{name} outside a section", "add a .section line first")
+                )
+            else:
+                section.fields[name[11:]] = Field(name[11:], _field_value(args), lineno, args_col)
+        elif in_trailer:
+            module.trailer.append(Directive(name, args, lineno, col, args_col))
+        elif section is None:
+            module.preamble.append(Directive(name, args, lineno, col, args_col))
+        else:
+            section.items.append(Directive(name, args, lineno, col, args_col))
+    return module, diags
+
+
+def _parse_instruction(
+    raw: str, code: str, lineno: int, col: int, section: SectionBlock | None, diags: list[Diagnostic]
+) -> None:
+    close = code.find("]")
+    if close < 0:
+        diags.append(Diagnostic(lineno, col, "unterminated control field", "close it with ']'"))
+        return
+    ctrl = code[col:close].strip()
+    ctrl_col = col + 1
+    try:
+        parse_control(ctrl)
+    except ControlCodeError as err:
+        hint = err.hint
+        if ctrl.count(":") == 5:
+            hint = "the 6-field form with a leading reuse field is obsolete; drop the first field"
+        diags.append(
+            Diagnostic(lineno, ctrl_col + err.col, f"bad control field '[{ctrl}]': {err.message}", hint)
+        )
+        return
+    body = code[close + 1 :]
+    text = body.strip()
+    text_col = close + 2 + (len(body) - len(body.lstrip()))
+    if section is None:
+        diags.append(Diagnostic(lineno, col, "instruction outside any section", "put it in a .text section"))
+        return
+    if not text:
+        diags.append(
+            Diagnostic(
+                lineno,
+                ctrl_col,
+                "control field without an instruction",
+                "write the instruction after the control field, ending with ';'",
+            )
+        )
+        return
+    comment = raw[len(code) :]
+    hidden = _HIDDEN_RE.search(comment)
+    raw_word = _RAW_RE.search(comment)
+    section.items.append(
+        Instruction(
+            ctrl,
+            text,
+            lineno,
+            ctrl_col,
+            text_col,
+            int(hidden.group(1), 16) if hidden else 0,
+            int(raw_word.group(1), 16) if raw_word else None,
+        )
+    )
