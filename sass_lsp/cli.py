@@ -105,6 +105,83 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_cubin_or_cuasm(path: Path) -> bytes:
+    """A cubin as is, or a .cuasm assembled (and verified) on the fly."""
+    if path.suffix == ".cuasm":
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise CliError(f"{path}: cannot read: {exc.strerror}") from exc
+        return assemble_text(text, str(path))
+    return _read_bytes(path)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Verify EDIT against ORIG on fresh inputs, then time both interleaved; exit 0 only if outputs match."""
+    from rich.progress import Progress
+
+    from sass_lsp.gpu import SpecError, bench_to_json, format_bench, load_spec, run_bench
+
+    try:
+        spec = load_spec(args.launch)
+    except (SpecError, OSError) as exc:
+        raise CliError(f"{args.launch}: {exc}") from exc
+    orig, edit = _load_cubin_or_cuasm(args.orig), _load_cubin_or_cuasm(args.edit)
+    with Progress(transient=True, disable=args.json) as bar:
+        task = bar.add_task("bench", total=None)
+
+        def progress(phase: str, done: int, total: int) -> None:
+            bar.update(task, description=phase, completed=done, total=total or None)
+
+        result = run_bench(orig, edit, spec, seeds=args.seeds, rounds=args.rounds, progress=progress)
+    print(bench_to_json(result) if args.json else format_bench(result))
+    return 0 if result.verification.get("status") == "match" else 1
+
+
+def cmd_spec_from_json(args: argparse.Namespace) -> int:
+    from sass_lsp.gpu import spec_from_json, write_spec
+
+    try:
+        json_text = args.json_file.read_text()
+    except OSError as exc:
+        raise CliError(f"{args.json_file}: cannot read: {exc.strerror}") from exc
+    cubin_path = args.cubin or args.json_file.with_suffix(".cubin")
+    spec_text = write_spec(spec_from_json(json_text, _read_bytes(cubin_path)))
+    if args.output is None:
+        sys.stdout.write(spec_text)
+    else:
+        write_atomic(args.output, spec_text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from sass_lsp.gpu.worker import main as worker_main
+
+    argv = ["--timeout", str(args.timeout)]
+    if args.listen:
+        argv += ["--listen", args.listen, "--token-file", args.token_file or ""]
+    return worker_main(argv)
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from sass_lsp.gpu import SpecError, load_spec
+    from sass_lsp.gpu.profile import profile
+
+    try:
+        spec = load_spec(args.launch)
+    except (SpecError, OSError) as exc:
+        raise CliError(f"{args.launch}: {exc}") from exc
+    result = profile(_load_cubin_or_cuasm(args.kernel), spec)
+    output = args.output or args.kernel.with_suffix(".profile.json")
+    write_atomic(output, json.dumps(dataclasses.asdict(result), indent=1))
+    print(f"wrote {output}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sass-lsp", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sass-lsp {__version__}")
@@ -120,6 +197,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="output cubin (default: input with .cubin suffix)")
     p.add_argument("--no-verify", action="store_true", help="skip the nvdisasm verification pass")
     p.set_defaults(func=cmd_asm)
+
+    p = sub.add_parser("bench", help="verify an edit against the original on the GPU and time both")
+    p.add_argument("orig", type=Path, help="original .cubin or .cuasm")
+    p.add_argument("edit", type=Path, help="edited .cubin or .cuasm")
+    p.add_argument("--launch", type=Path, required=True, help="K.launch.toml")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=40)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("spec-from-json", help="corpus NAME.json (+ NAME.cubin) -> NAME.launch.toml")
+    p.add_argument("json_file", type=Path)
+    p.add_argument("--cubin", type=Path, help="default: the .cubin beside the JSON")
+    p.add_argument("-o", "--output", type=Path, help="default: stdout")
+    p.set_defaults(func=cmd_spec_from_json)
+
+    p = sub.add_parser("worker", help="GPU worker: JSON lines on stdio, or TCP on loopback with a token")
+    p.add_argument("--listen", metavar="HOST:PORT")
+    p.add_argument("--token-file")
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("profile", help="per-instruction stall sampling with Nsight Compute (ncu)")
+    p.add_argument("kernel", type=Path, help=".cubin or .cuasm")
+    p.add_argument("--launch", type=Path, required=True)
+    p.add_argument("-o", "--output", type=Path, help="default: beside the kernel, .profile.json")
+    p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("demo", help="round-trip the bundled sm_90 example")
     p.add_argument("--out", help="directory for the demo's files (default: a new temp dir)")
