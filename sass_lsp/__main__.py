@@ -1,7 +1,8 @@
-"""``python -m sass_lsp`` runs the CLI (``serve`` once the language server lands)."""
+"""``python -m sass_lsp``: the language server over stdio, as ``sass-lsp serve``; with arguments, the CLI."""
 
 import sys
 
 from sass_lsp.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] or ["serve"]))

@@ -182,10 +182,76 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(message: str) -> None:
+    print(f"sass-lsp: {message}", file=sys.stderr)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Measure minimum safe stalls on the attached GPU; writes the raw data and the measured table."""
+    import json
+
+    from sass_lsp.gpu.calibrate import CalibrationError, calibrate, measured_table
+    from sass_lsp.gpu.runner import GpuRunner
+
+    runner = GpuRunner(timeout_s=120)
+    try:
+        hello = runner.hello()
+        if not hello.ok:
+            reason = (hello.error or {}).get("message", "unknown")
+            print(f"calibrate: no GPU available ({reason}); nothing measured")
+            return 0
+        seeds = list(range(args.seeds))
+
+        def verify(reference: bytes, variant: bytes, spec: object) -> str:
+            reply = runner.verify(reference, variant, spec, seeds)  # type: ignore[arg-type]
+            if not reply.ok:
+                return (reply.error or {}).get("kind", "error")
+            return reply.result.get("status", "error")
+
+        try:
+            raw = calibrate(args.arch, verify, progress=_say)
+        except CalibrationError as exc:
+            raise CliError(f"calibrate: {exc}") from exc
+        raw["device"] = hello.result
+    finally:
+        runner.close()
+    args.out.mkdir(parents=True, exist_ok=True)
+    raw_path = args.out / f"calibrate_{args.arch}_raw.json"
+    write_atomic(raw_path, json.dumps(raw, indent=1) + "\n")
+    table_path = args.table or Path(__file__).parent / "isa" / "data" / f"latency_measured_{args.arch}.json"
+    write_atomic(table_path, json.dumps(measured_table(raw, raw_path.name), indent=1) + "\n")
+    print(f"wrote {raw_path} and {table_path}", file=sys.stderr)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from sass_lsp.server import main as serve_main
+
+    return serve_main(args.server_args)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from sass_lsp.analysis import run_check
+
+    output, code = run_check([str(p) for p in args.files], args.arch, args.format)
+    sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sass-lsp", description=__doc__)
     parser.add_argument("--version", action="version", version=f"sass-lsp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="the language server (stdio; --tcp HOST:PORT for loopback TCP)")
+    p.add_argument("server_args", nargs=argparse.REMAINDER, help="--tcp HOST:PORT, --log-file F, --log-level")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("check", help="hazard check: file:line:col: severity: CODE message")
+    p.add_argument("files", type=Path, nargs="+")
+    p.add_argument("--arch", help="override the arch read from the file (e.g. sm_90)")
+    p.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("disasm", help="cubin -> .cuasm (CuAssembler format)")
     p.add_argument("cubin", type=Path)
@@ -224,6 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launch", type=Path, required=True)
     p.add_argument("-o", "--output", type=Path, help="default: beside the kernel, .profile.json")
     p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("calibrate", help="measure minimum safe stalls per producer class on the GPU")
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--out", type=Path, default=Path("."), help="directory for the raw measurements")
+    p.add_argument("--table", type=Path, help="measured table (default: the package's isa/data)")
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("demo", help="round-trip the bundled sm_90 example")
     p.add_argument("--out", help="directory for the demo's files (default: a new temp dir)")

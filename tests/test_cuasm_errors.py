@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
 
 import pytest
+from paths import SHARED_CORPUS
 
 from sass_lsp.cuasm.assembler import AssembleError, assemble_cuasm
 from sass_lsp.cuasm.ctrl import CTRL_MASK
@@ -14,7 +14,7 @@ from sass_lsp.cuasm.disasm import disassemble, normalise_text
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.cuasm.writer import write_cuasm
 
-CUBIN = Path("/work/shared/corpus/sm_90/triton_add.cubin")
+CUBIN = SHARED_CORPUS / "triton_add.cubin"
 
 
 @cache

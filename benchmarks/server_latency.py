@@ -1,0 +1,282 @@
+"""Server latency on a generated 20,000-instruction .cuasm, measured through the real server process.
+
+The document repeats the body of a corpus kernel (default: triton_matmul, sm_90) with fresh labels and
+renumbered ``/*addr*/`` comments (so every line is distinct text). Prints: time to the first and to the
+complete diagnostics after open, time to diagnostics after a one-line edit, hover / completion / semantic
+token latencies (median and p95), and the server's peak RSS.
+
+    python benchmarks/server_latency.py [--instructions 20000] [--kernel PATH] [--debounce-ms 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+CORPUS = Path("/work/shared/corpus/sm_90")
+_LABEL_REF = re.compile(r"\.L_x_(\d+)")
+_ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/")
+
+
+def generate(source: Path, n_instrs: int) -> str:
+    lines = source.read_text().split("\n")
+    start = next(i for i, line in enumerate(lines) if re.match(r"\s*\.text\.[\w.$]+:\s*$", line))
+    end_label = max(i for i, line in enumerate(lines) if re.match(r"\s*\.L_x_\d+:\s*$", line))
+    body = lines[start + 1 : end_label]
+    n_body = sum(1 for line in body if line.lstrip().startswith("["))
+    copies = max(1, -(-n_instrs // n_body))
+    out_body: list[str] = []
+    pc = 0
+    for copy in range(copies):
+        for line in body:
+            line = _LABEL_REF.sub(lambda m, c=copy: f".L_x_{m.group(1)}_{c}", line)  # noqa: B023
+            if line.lstrip().startswith("["):
+                line = _ADDR.sub(f"/*{pc:04x}*/", line, count=1)
+                pc += 16
+            out_body.append(line)
+    return "\n".join(lines[: start + 1] + out_body + lines[end_label:])
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+async def run(args: argparse.Namespace) -> None:
+    text = generate(Path(args.kernel), args.instructions)
+    lines = text.split("\n")
+    instr_lines = [i for i, line in enumerate(lines) if line.lstrip().startswith("[B")]
+    tmp = Path(tempfile.mkdtemp(prefix="sass-lsp-bench-"))
+    path = tmp / "big.cuasm"
+    path.write_text(text)
+    uri = path.as_uri()
+    print(f"document: {len(instr_lines)} instructions, {len(lines)} lines, {len(text) / 1e6:.1f} MB")
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average {' '.join(load)} at start; "
+        f"hazard checker {'off' if args.no_hazards else 'on'}"
+    )
+
+    client = LanguageClient("bench", "0")
+    published: list[tuple[float, int | None, int]] = []
+    event = asyncio.Event()
+
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diags(params: lsp.PublishDiagnosticsParams) -> None:
+        published.append((time.perf_counter(), params.version, len(params.diagnostics)))
+        event.set()
+
+    @client.feature(lsp.WINDOW_SHOW_MESSAGE)
+    def on_message(params: lsp.ShowMessageParams) -> None:
+        print("server message:", params.message)
+
+    server_cmd = ["-m", "sass_lsp.server"]
+    if args.profile:
+        server_cmd = ["-m", "cProfile", "-o", args.profile, "-m", "sass_lsp.server"]
+    await client.start_io(sys.executable, *server_cmd)
+    server_pid = client._server.pid  # type: ignore[union-attr]
+    await client.initialize_async(
+        lsp.InitializeParams(
+            capabilities=lsp.ClientCapabilities(),
+            initialization_options={
+                "diagnosticsDebounceMs": args.debounce_ms,
+                "hazardDiagnostics": not args.no_hazards,
+            },
+        )
+    )
+    client.initialized(lsp.InitializedParams())
+
+    async def wait_version(version: int, quiet: float = 1.5) -> tuple[float, float]:
+        """Times of the first and the last publish for ``version`` (last = no more within ``quiet`` s)."""
+        first = last = None
+        while True:
+            event.clear()
+            for t, v, _ in published:
+                if v == version:
+                    first = t if first is None else min(first, t)
+                    last = t if last is None else max(last, t)
+            if first is not None:
+                try:
+                    await asyncio.wait_for(event.wait(), quiet)
+                    continue
+                except TimeoutError:
+                    return first, last  # type: ignore[return-value]
+            await asyncio.wait_for(event.wait(), 120)
+
+    def server_cpu() -> float:
+        fields = Path(f"/proc/{server_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    # ---- open
+    cpu0 = server_cpu()
+    t0 = time.perf_counter()
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="cuasm", version=1, text=text)
+        )
+    )
+    first, last = await wait_version(1, quiet=3.0)
+    n_final = [n for t, v, n in published if v == 1][-1]
+    print(f"open -> first diagnostics: {(first - t0) * 1e3:.0f} ms (goal <= 300)")
+    print(f"  server CPU from open to complete diagnostics: {(server_cpu() - cpu0) * 1e3:.0f} ms")
+    print(
+        f"open -> complete diagnostics (encoder on every instruction): {(last - t0) * 1e3:.0f} ms, "
+        f"{n_final} diagnostics"
+    )
+
+    # ---- one-line edits (change a stall digit), each timed to its diagnostics
+    edit_times = []
+    rng = random.Random(1)
+    await asyncio.sleep(5.0 if not args.no_hazards else 0.5)  # let the checker's first run finish
+    cpu0 = server_cpu()
+    for k in range(10):
+        line = rng.choice(instr_lines)
+        col = lines[line].index(":S") + 2
+        new = "01" if lines[line][col : col + 2] != "01" else "02"
+        version = 2 + k
+        t0 = time.perf_counter()
+        client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [
+                    lsp.TextDocumentContentChangePartial(
+                        range=lsp.Range(lsp.Position(line, col), lsp.Position(line, col + 2)), text=new
+                    )
+                ],
+            )
+        )
+        lines[line] = lines[line][:col] + new + lines[line][col + 2 :]
+        first, _ = await wait_version(version, quiet=0.3)
+        edit_times.append((first - t0) * 1e3)
+    edit_cpu = (server_cpu() - cpu0) * 1e3 / len(edit_times)
+    print(
+        f"one-line edit -> diagnostics: median {statistics.median(edit_times):.1f} ms, "
+        f"p95 {pct(edit_times, 0.95):.1f} ms (goal <= 50; debounce {args.debounce_ms} ms included)"
+    )
+    print(f"  server CPU per edit, all lanes (checker re-run included): {edit_cpu:.0f} ms")
+
+    # ---- hover / completion
+    doc = lsp.TextDocumentIdentifier(uri)
+    hover_times, completion_times = [], []
+    for _ in range(args.requests):
+        line = rng.choice(instr_lines)
+        text_line = lines[line]
+        col = rng.choice([text_line.index("[") + 3, len(text_line) - 3, text_line.index("*/") + 25])
+        t0 = time.perf_counter()
+        await client.text_document_hover_async(lsp.HoverParams(doc, lsp.Position(line, col)))
+        hover_times.append((time.perf_counter() - t0) * 1e3)
+    for _ in range(args.requests):
+        line = rng.choice(instr_lines)
+        col = lines[line].index("*/") + 21
+        t0 = time.perf_counter()
+        await client.text_document_completion_async(lsp.CompletionParams(doc, lsp.Position(line, col)))
+        completion_times.append((time.perf_counter() - t0) * 1e3)
+    print(
+        f"hover: median {statistics.median(hover_times):.2f} ms, "
+        f"p95 {pct(hover_times, 0.95):.2f} ms (goal <= 15)"
+    )
+    print(
+        f"completion: median {statistics.median(completion_times):.2f} ms, "
+        f"p95 {pct(completion_times, 0.95):.2f} ms (goal <= 15)"
+    )
+    t0 = time.perf_counter()
+    await client.text_document_semantic_tokens_range_async(
+        lsp.SemanticTokensRangeParams(
+            doc, lsp.Range(lsp.Position(instr_lines[0], 0), lsp.Position(instr_lines[0] + 100, 0))
+        )
+    )
+    print(f"semantic tokens for 100 visible lines: {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    t0 = time.perf_counter()
+    await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(doc))
+    print(f"semantic tokens, whole document (cold): {(time.perf_counter() - t0) * 1e3:.0f} ms")
+
+    status = Path(f"/proc/{server_pid}/status").read_text()
+    rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+    hwm = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+    print(f"server RSS: {rss:.0f} MB now, peak {hwm:.0f} MB (goal <= 300)")
+    for child in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (child / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == server_pid:
+                status = (child / "status").read_text()
+                kb = int(re.search(r"VmHWM:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
+                print(f"  checker worker process {child.name}: peak RSS {kb / 1024:.0f} MB")
+        except (OSError, ValueError, AttributeError):
+            continue
+
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+
+
+def cpu_breakdown(text: str) -> None:
+    """The same work in this process, timed in CPU time (robust to other load on the machine)."""
+    from sass_lsp.ide import diagnostics, hover
+    from sass_lsp.ide.backends import encoder_for
+    from sass_lsp.ide.index import build_index, update_index
+    from sass_lsp.ide.text import Document
+
+    clock = time.process_time
+    adapter = encoder_for("sm_90")
+    assert adapter is not None
+    t0 = clock()
+    doc = Document.from_text("file:///big.cuasm", 1, text)
+    index = build_index(doc.lines)
+    parse = diagnostics.parse_diagnostics(index)
+    known = diagnostics.encode_known(index, adapter)
+    t1 = clock()
+    for job in known.pending:
+        diagnostics.encode_pending(index, adapter, job)
+    t2 = clock()
+    print(f"in-process CPU: open -> first diagnostics {(t1 - t0) * 1e3:.0f} ms ({len(parse)} parse errors)")
+    print(f"in-process CPU: encoder lane over {len(known.pending)} instructions {(t2 - t1) * 1e3:.0f} ms")
+    kernel = index.kernels[0]
+    line = kernel.instr_lines[len(kernel.instr_lines) // 2]
+    col = doc.lines[line].index(":S") + 2
+    times = []
+    for k in range(20):
+        t0 = clock()
+        doc, edit = doc.apply_edit((line, col), (line, col + 2), f"0{k % 9 + 1}", doc.version + 1)
+        index = update_index(index, edit.start, edit.n_old, edit.new_lines)
+        diagnostics.parse_diagnostics(index, [line])
+        diagnostics.encode_known(index, adapter, [line])
+        times.append((clock() - t0) * 1e3)
+    median = statistics.median(times)
+    print(f"in-process CPU: one-line edit (index + parse + encoder lanes) median {median:.2f} ms")
+    hover_times = []
+    rng = random.Random(2)
+    for _ in range(200):
+        ln = rng.choice(kernel.instr_lines)
+        t0 = clock()
+        hover.hover(index, ln, doc.lines[ln].index("*/") + 22)
+        hover_times.append((clock() - t0) * 1e3)
+    median, p95 = statistics.median(hover_times), pct(hover_times, 0.95)
+    print(f"in-process CPU: hover median {median:.2f} ms, p95 {p95:.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instructions", type=int, default=20000)
+    parser.add_argument("--kernel", default=str(CORPUS / "triton_matmul.cuasm"))
+    parser.add_argument("--debounce-ms", type=int, default=0)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--profile", help="run the server under cProfile and write the profile here")
+    parser.add_argument("--no-hazards", action="store_true", help="turn the hazard checker off")
+    args = parser.parse_args()
+    asyncio.run(run(args))
+    cpu_breakdown(generate(Path(args.kernel), args.instructions))
+
+
+if __name__ == "__main__":
+    main()

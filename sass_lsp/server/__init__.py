@@ -1,0 +1,64 @@
+"""The language server edge: ``main(argv)`` starts it over stdio (default) or TCP on loopback.
+
+Entry points: ``sass-lsp serve [--tcp HOST:PORT]`` and ``python -m sass_lsp.server``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+__all__ = ["build_server", "main"]
+
+
+def build_server():  # noqa: ANN201 - returns SassLanguageServer (imported lazily: pygls is an edge dependency)
+    from sass_lsp.server.handlers import register
+    from sass_lsp.server.state import SassLanguageServer
+
+    server = SassLanguageServer()
+    register(server)
+    return server
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    host = host or "127.0.0.1"
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise argparse.ArgumentTypeError(f"refusing to listen on {host}: only loopback addresses are allowed")
+    try:
+        return host, int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad port in {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sass-lsp serve", description="Run the SASS (.cuasm) language server."
+    )
+    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    parser.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on a loopback TCP port")
+    parser.add_argument("--log-file", help="write the server log here (default: stderr)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(args.log_level)
+    if args.log_level != "DEBUG":
+        logging.getLogger("pygls").setLevel(logging.WARNING)  # pygls logs every message at INFO
+    sys.setswitchinterval(0.001)  # the checker runs in a worker thread: hand the GIL back to requests often
+    server = build_server()
+    if args.tcp:
+        host, port = args.tcp
+        server.start_tcp(host, port)
+    else:
+        server.start_io()
+    return 0

@@ -1,0 +1,448 @@
+"""LSP handlers. Each one converts in (uri, position), makes one call into ``sass_lsp.ide`` and converts
+the result out; failures become LSP errors (pygls) and a log line, and the next request works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.uris import from_fs_path, to_fs_path
+
+from sass_lsp.files import write_atomic
+from sass_lsp.ide import actions, commands, editing, hover, navigation, outline
+from sass_lsp.ide import diagnostics as diag_mod
+from sass_lsp.ide.backends import encoder_for
+from sass_lsp.ide.text import Document
+from sass_lsp.server import convert
+from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot
+
+log = logging.getLogger("sass_lsp.server")
+
+CMD_DISASSEMBLE = "sass-lsp.disassemble"
+CMD_ASSEMBLE = "sass-lsp.assemble"
+CMD_CHECK = "sass-lsp.check"
+
+
+def _pos(ls: SassLanguageServer, uri: str, position: lsp.Position) -> tuple[Snapshot, int, int] | None:
+    snap = ls.snapshot(uri)
+    if snap is None:
+        return None
+    col = ls.columns(snap.doc).from_client(position.line, position.character)
+    return snap, position.line, col
+
+
+def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lists every feature
+    @ls.feature(lsp.INITIALIZE)
+    def initialize(params: lsp.InitializeParams) -> None:
+        ls.apply_settings(params.initialization_options)
+
+    @ls.feature(lsp.INITIALIZED)
+    async def initialized(_params: lsp.InitializedParams) -> None:
+        await asyncio.sleep(0)
+        encoder_for(ls.settings.arch or "sm_90")  # load the encoder tables before the first document opens
+        caps = ls.client_capabilities.workspace
+        if caps is not None and caps.configuration:
+            try:
+                result = await ls.workspace_configuration_async(
+                    lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="sass-lsp")])
+                )
+                if result and result[0] is not None:
+                    ls.apply_settings(result[0])
+            except Exception:
+                log.warning("workspace/configuration failed", exc_info=True)
+
+    @ls.feature(lsp.SHUTDOWN)
+    def shutdown(*_args: object) -> None:
+        ls.close_workers()
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(params: lsp.DidChangeConfigurationParams) -> None:
+        settings = params.settings
+        if isinstance(settings, dict) and "sass-lsp" in settings:
+            ls.apply_settings(settings["sass-lsp"])
+            return
+        caps = ls.client_capabilities.workspace
+        if caps is not None and caps.configuration:
+            result = await ls.workspace_configuration_async(
+                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="sass-lsp")])
+            )
+            if result and result[0] is not None:
+                ls.apply_settings(result[0])
+
+    # ---------------------------------------------------------------- text sync
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
+        item = params.text_document
+        ls.docs[item.uri] = Document.from_text(item.uri, item.version, item.text)
+        ls.record_edit(item.uri, None)
+        if item.uri.endswith(".cubin"):
+            ls.window_show_message(
+                lsp.ShowMessageParams(
+                    type=lsp.MessageType.Info,
+                    message=f"{Path(item.uri).name} is a cubin: run '{CMD_DISASSEMBLE}' (or its code lens) "
+                    "to open its .cuasm disassembly",
+                )
+            )
+            return
+        ls.schedule_diagnostics(item.uri, 0.0)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        doc = ls.docs.get(uri)
+        version = params.text_document.version
+        for change in params.content_changes:
+            if isinstance(change, lsp.TextDocumentContentChangePartial) and doc is not None:
+                cols = ls.columns(doc)
+                rng = change.range
+                start = (rng.start.line, cols.from_client(rng.start.line, rng.start.character))
+                end = (rng.end.line, cols.from_client(rng.end.line, rng.end.character))
+                doc, edit = doc.apply_edit(start, end, change.text, version)
+                ls.record_edit(uri, edit)
+            else:
+                doc = Document.from_text(uri, version, change.text)
+                ls.record_edit(uri, None)
+        if doc is not None:
+            ls.docs[uri] = Document(uri, version, doc.lines, doc.eol)
+            ls.schedule_diagnostics(uri)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.forget(params.text_document.uri)
+        ls.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+        )
+
+    # ---------------------------------------------------------------- reading features
+    @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def on_hover(params: lsp.HoverParams) -> lsp.Hover | None:
+        at = _pos(ls, params.text_document.uri, params.position)
+        if at is None:
+            return None
+        snap, line, col = at
+        result = hover.hover(snap.index, line, col, timeline=None)
+        if result is None:
+            return None
+        cols = ls.columns(snap.doc)
+        return lsp.Hover(
+            contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=result.markdown),
+            range=cols.range(result.line, result.start, result.line, result.end),
+        )
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def on_definition(params: lsp.DefinitionParams) -> list[lsp.Location]:
+        at = _pos(ls, params.text_document.uri, params.position)
+        if at is None:
+            return []
+        snap, line, col = at
+        cols = ls.columns(snap.doc)
+        return [
+            lsp.Location(uri=snap.uri, range=cols.range(s.line, s.start, s.line, s.end))
+            for s in navigation.definition(snap.index, line, col)
+        ]
+
+    @ls.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    def on_references(params: lsp.ReferenceParams) -> list[lsp.Location]:
+        at = _pos(ls, params.text_document.uri, params.position)
+        if at is None:
+            return []
+        snap, line, col = at
+        cols = ls.columns(snap.doc)
+        spans = navigation.references(snap.index, line, col, params.context.include_declaration)
+        return [lsp.Location(uri=snap.uri, range=cols.range(s.line, s.start, s.line, s.end)) for s in spans]
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    def on_highlight(params: lsp.DocumentHighlightParams) -> list[lsp.DocumentHighlight]:
+        at = _pos(ls, params.text_document.uri, params.position)
+        if at is None:
+            return []
+        snap, line, col = at
+        cols = ls.columns(snap.doc)
+        return [
+            lsp.DocumentHighlight(
+                range=cols.range(o.line, o.start, o.line, o.end),
+                kind=lsp.DocumentHighlightKind.Write if o.is_def else lsp.DocumentHighlightKind.Read,
+            )
+            for o in navigation.highlights(snap.index, line, col)
+        ]
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    def on_symbols(params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
+        snap = ls.snapshot(params.text_document.uri)
+        if snap is None:
+            return []
+        cols = ls.columns(snap.doc)
+        return [convert.to_lsp_symbol(s, cols) for s in outline.document_symbols(snap.index)]
+
+    @ls.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    def on_folding(params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
+        snap = ls.snapshot(params.text_document.uri)
+        return [] if snap is None else [convert.to_lsp_fold(f) for f in outline.folding_ranges(snap.index)]
+
+    @ls.feature(
+        lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+        lsp.SemanticTokensRegistrationOptions(
+            legend=lsp.SemanticTokensLegend(token_types=convert.TOKEN_TYPES, token_modifiers=[]),
+            full=True,
+            range=True,
+            document_selector=[lsp.TextDocumentFilterPattern(pattern="**/*.cuasm")],
+        ),
+    )
+    async def on_tokens_full(params: lsp.SemanticTokensParams) -> lsp.SemanticTokens:
+        snap = ls.snapshot(params.text_document.uri)
+        if snap is None:
+            return lsp.SemanticTokens(data=[])
+        return await _encode_all_tokens(ls, snap)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE)
+    def on_tokens_range(params: lsp.SemanticTokensRangeParams) -> lsp.SemanticTokens:
+        snap = ls.snapshot(params.text_document.uri)
+        if snap is None:
+            return lsp.SemanticTokens(data=[])
+        tokens = editing.semantic_tokens(snap.index, params.range.start.line, params.range.end.line)
+        return _encode_tokens(ls, snap, tokens)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", "[", "(", " "]))
+    def on_completion(params: lsp.CompletionParams) -> lsp.CompletionList:
+        at = _pos(ls, params.text_document.uri, params.position)
+        if at is None:
+            return lsp.CompletionList(is_incomplete=False, items=[])
+        snap, line, col = at
+        items = editing.completions(snap.index, line, col, encoder_for(snap.arch))
+        return lsp.CompletionList(is_incomplete=False, items=[convert.to_lsp_completion(i) for i in items])
+
+    @ls.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    def on_format(params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
+        snap = ls.snapshot(params.text_document.uri)
+        if snap is None:
+            return []
+        cols = ls.columns(snap.doc)
+        edits = editing.format_edits(snap.index, renumber=ls.settings.formatRenumberAddresses)
+        return [convert.to_lsp_text_edit(e, cols) for e in edits]
+
+    @ls.feature(lsp.TEXT_DOCUMENT_RANGE_FORMATTING)
+    def on_range_format(params: lsp.DocumentRangeFormattingParams) -> list[lsp.TextEdit]:
+        snap = ls.snapshot(params.text_document.uri)
+        if snap is None:
+            return []
+        cols = ls.columns(snap.doc)
+        rng = params.range
+        edits = editing.format_edits(
+            snap.index, rng.start.line, rng.end.line, ls.settings.formatRenumberAddresses
+        )
+        return [convert.to_lsp_text_edit(e, cols) for e in edits]
+
+    @ls.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(
+            code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite]
+        ),
+    )
+    def on_code_action(params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        snap = ls.snapshot(params.text_document.uri)
+        if snap is None:
+            return []
+        cols = ls.columns(snap.doc)
+        found = actions.code_actions(
+            snap.index, params.range.start.line, params.range.end.line, snap.arch, ls.settings
+        )
+        return [
+            convert.to_lsp_code_action(a, cols, snap.uri, snap.version, list(params.context.diagnostics))
+            for a in found
+        ]
+
+    @ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+    def on_code_lens(params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+        uri = params.text_document.uri
+        if uri.endswith(".cubin"):
+            command = lsp.Command(title="Disassemble to .cuasm", command=CMD_DISASSEMBLE, arguments=[uri])
+            return [
+                lsp.CodeLens(
+                    range=lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(0, 0)), command=command
+                )
+            ]
+        snap = ls.snapshot(uri)
+        if snap is None:
+            return []
+        out = []
+        for lens in outline.code_lenses(snap.index):
+            rng = lsp.Range(start=lsp.Position(lens.line, 0), end=lsp.Position(lens.line, 0))
+            out.append(lsp.CodeLens(range=rng, command=lsp.Command(title=lens.title, command="")))
+        if snap.index.kernels:
+            rng = lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(0, 0))
+            command = lsp.Command(title="Assemble to .cubin", command=CMD_ASSEMBLE, arguments=[uri])
+            out.append(lsp.CodeLens(range=rng, command=command))
+        return out
+
+    @ls.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+    def on_inlay_hint(params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+        if not ls.settings.inlayStallHints:
+            return []
+        snap = ls.snapshot(params.text_document.uri)
+        if snap is None:
+            return []
+        cols = ls.columns(snap.doc)
+        hints = outline.stall_hints(snap.index, params.range.start.line, params.range.end.line)
+        return [
+            lsp.InlayHint(
+                position=cols.position(h.line, h.col),
+                label=h.label,
+                kind=lsp.InlayHintKind.Type,
+                tooltip=h.tooltip,
+            )
+            for h in hints
+        ]
+
+    # ---------------------------------------------------------------- commands
+    @ls.command(CMD_DISASSEMBLE)
+    async def cmd_disassemble(uri: str) -> str:
+        uri = _check_uri(uri)
+        path = Path(to_fs_path(uri) or uri) if uri.startswith("file:") else Path(uri)
+        out_path = path.with_suffix(".cuasm")
+        async with _progress(ls, f"Disassembling {path.name}") as cancelled:
+            data = await asyncio.to_thread(path.read_bytes)
+            text = await asyncio.to_thread(commands.disassemble, data, path.name)
+            if cancelled.is_set():
+                raise asyncio.CancelledError
+            await asyncio.to_thread(write_atomic, out_path, text)
+        out_uri = from_fs_path(str(out_path)) or str(out_path)
+        ls.window_show_document(lsp.ShowDocumentParams(uri=out_uri, take_focus=True))
+        return out_uri
+
+    @ls.command(CMD_CHECK)
+    async def cmd_check(uri: str) -> dict:
+        snap = ls.snapshot(_check_uri(uri))
+        if snap is None:
+            raise ValueError(f"{uri} is not open")
+        async with _progress(ls, f"Checking {Path(uri).name}"):
+            diags = await asyncio.to_thread(diag_mod.all_diagnostics, snap.index, snap.arch, ls.settings)
+        n_errors = sum(d.severity == "error" for d in diags)
+        n_warnings = sum(d.severity == "warning" for d in diags)
+        arch = snap.arch or "unknown arch"
+        message = (
+            f"{n_errors} error(s), {n_warnings} warning(s) in {len(snap.index.pcs)} instructions ({arch})"
+        )
+        return {"ok": n_errors == 0, "errors": n_errors, "warnings": n_warnings, "message": message}
+
+    @ls.command(CMD_ASSEMBLE)
+    async def cmd_assemble(uri: str) -> dict:
+        uri = _check_uri(uri)
+        snap = ls.snapshot(uri)
+        if snap is None:
+            raise ValueError(f"{uri} is not open")
+        path = Path(to_fs_path(uri) or "out.cuasm")
+        out_path = path.with_suffix(".cubin")
+        async with _progress(ls, f"Assembling {path.name}") as cancelled:
+            result = await asyncio.to_thread(commands.assemble, snap.doc.text, str(path))
+            if cancelled.is_set():
+                raise asyncio.CancelledError
+            ls.extra_diags[uri] = (snap.version, list(result.diagnostics))
+            ls.schedule_diagnostics(uri, 0.0)
+            if result.cubin is None:
+                n = sum(1 for d in result.diagnostics if d.severity == "error")
+                ls.window_show_message(
+                    lsp.ShowMessageParams(
+                        type=lsp.MessageType.Error, message=f"{path.name}: {n} assembly error(s)"
+                    )
+                )
+                return {"ok": False, "errors": n}
+            await asyncio.to_thread(write_atomic, out_path, result.cubin)
+        return {"ok": True, "cubin": from_fs_path(str(out_path)), "bytes": len(result.cubin)}
+
+
+def _check_uri(uri: object) -> str:
+    if not isinstance(uri, str) or not uri:
+        raise ValueError("expected a document URI or path as the first argument")
+    return uri
+
+
+def _encode_tokens(ls: SassLanguageServer, snap: Snapshot, tokens: list) -> lsp.SemanticTokens:
+    cols = ls.columns(snap.doc)
+    lines = snap.doc.lines
+    data: list[int] = []
+    prev_line = prev_start = 0
+    for tok in tokens:
+        kind = convert.TOKEN_INDEX.get(tok.kind)
+        if kind is None:
+            continue
+        if lines[tok.line].isascii():
+            start, length = tok.start, tok.length
+        else:
+            start = cols.to_client(tok.line, tok.start)
+            length = cols.to_client(tok.line, tok.start + tok.length) - start
+        delta_line = tok.line - prev_line
+        delta_start = start - prev_start if delta_line == 0 else start
+        data += [delta_line, delta_start, length, kind, 0]
+        prev_line, prev_start = tok.line, start
+    return lsp.SemanticTokens(data=data)
+
+
+async def _encode_all_tokens(ls: SassLanguageServer, snap: Snapshot) -> lsp.SemanticTokens:
+    """Whole-document tokens, time-sliced; ASCII lines use a per-line-text cache of their encoded row."""
+    lines = snap.doc.lines
+    data: list[int] = []
+    prev_line = 0
+    t_slice = time.perf_counter()
+    for line_no, text in enumerate(lines):
+        if not text or text.isspace():
+            continue
+        if text.isascii():
+            row = convert.token_row(text)
+            if row:
+                data.append(line_no - prev_line)
+                data += row
+                prev_line = line_no
+        else:
+            sub = _encode_tokens(ls, snap, editing.semantic_tokens(snap.index, line_no, line_no)).data
+            if sub:
+                data.append(line_no - prev_line)
+                data += sub[1:]
+                prev_line = line_no
+        if time.perf_counter() - t_slice > SLICE_S:
+            await asyncio.sleep(0)
+            t_slice = time.perf_counter()
+    return lsp.SemanticTokens(data=data)
+
+
+class _progress:
+    """``$/progress`` around long work; ``cancelled`` is set when the client cancels it."""
+
+    def __init__(self, ls: SassLanguageServer, title: str) -> None:
+        self.ls = ls
+        self.title = title
+        self.token = f"sass-lsp-{uuid.uuid4()}"
+        self.cancelled = asyncio.Event()
+        self.enabled = False
+
+    async def __aenter__(self) -> asyncio.Event:
+        caps = self.ls.client_capabilities.window
+        self.enabled = bool(caps and caps.work_done_progress)
+        if self.enabled:
+            try:
+                await self.ls.work_done_progress.create_async(self.token)
+                self.ls.work_done_progress.begin(
+                    self.token, lsp.WorkDoneProgressBegin(title=self.title, cancellable=True)
+                )
+                future = self.ls.work_done_progress.tokens.get(self.token)
+                if future is not None:
+                    future.add_done_callback(lambda f: self.cancelled.set() if f.cancelled() else None)
+            except Exception:
+                log.warning("work done progress unavailable", exc_info=True)
+                self.enabled = False
+        return self.cancelled
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.enabled:
+            message = "cancelled" if self.cancelled.is_set() or exc_type is asyncio.CancelledError else "done"
+            self.ls.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd(message=message))
+            self.ls.work_done_progress.tokens.pop(self.token, None)
+
+
+def log_path_default() -> str | None:
+    return os.environ.get("SASS_LSP_LOG")

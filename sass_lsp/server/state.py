@@ -1,0 +1,378 @@
+"""Server state: documents and their indexes per (uri, version), settings, and the diagnostics pipeline
+(debounced, published only for the latest version, long lanes time-sliced so requests keep being served).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import time
+from collections.abc import Generator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from sass_lsp import __version__
+from sass_lsp.ide import diagnostics as diag_mod
+from sass_lsp.ide.backends import checker_available, encoder_for
+from sass_lsp.ide.diagnostics import Diag
+from sass_lsp.ide.index import DocumentIndex, Kernel, build_index, update_index
+from sass_lsp.ide.settings import Settings, settings_from_raw
+from sass_lsp.ide.text import Document, LineEdit
+from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic
+
+log = logging.getLogger("sass_lsp.server")
+
+SLICE_S = 0.004  # longest stretch of diagnostics work between two chances to serve requests
+
+
+@dataclass
+class Snapshot:
+    doc: Document
+    index: DocumentIndex
+    arch: str | None
+    base: Snapshot | None = None  # the previous snapshot when this one shares its structure
+    changed_lines: frozenset[int] = frozenset()  # lines edited since ``base``
+    encode_map: dict[int, Diag] | None = field(default=None, repr=False)  # complete encoder results
+    parse_diags: list[Diag] | None = field(default=None, repr=False)
+
+    @property
+    def uri(self) -> str:
+        return self.doc.uri
+
+    @property
+    def version(self) -> int:
+        return self.doc.version
+
+
+class SassProtocol(LanguageServerProtocol):
+    """pygls's protocol without its own copy of each document: the server keeps documents as line lists
+    (:class:`~sass_lsp.ide.text.Document`), so pygls rebuilding a 2 MB string on every keystroke is waste."""
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> Generator:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> Generator:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams) -> Generator:
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+
+class SassLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "sass-lsp",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=SassProtocol,
+        )
+        self.settings = Settings()
+        self.docs: dict[str, Document] = {}
+        self._snapshots: dict[str, Snapshot] = {}
+        self._edits: dict[str, list[LineEdit]] = {}
+        self._diag_tasks: dict[str, asyncio.Task] = {}
+        self.extra_diags: dict[str, tuple[int, list[Diag]]] = {}
+        self.published: dict[
+            str, tuple[int, float, int]
+        ] = {}  # uri -> (version, time, n) for tests/benchmarks
+        self.full_diagnostics: dict[str, list[Diag]] = {}
+        self.last_hazards: dict[str, dict[int, list[Diag]]] = {}
+        self._json_cache: dict[Diag, dict] = {}
+        self._pool: ProcessPoolExecutor | None = None
+        self._pool_failed = False
+        self._last_status: dict | None = None
+        self._checker_locks: dict[str, asyncio.Lock] = {}
+
+    # ------------------------------------------------------------------ documents
+    def position_encoding(self) -> str:
+        try:
+            enc = self.server_capabilities.position_encoding
+        except Exception:
+            return "utf-16"
+        return str(enc.value if hasattr(enc, "value") else enc or "utf-16")
+
+    def columns(self, doc: Document) -> Columns:
+        return Columns(doc.lines, self.position_encoding())
+
+    def snapshot(self, uri: str) -> Snapshot | None:
+        doc = self.docs.get(uri)
+        if doc is None:
+            return None
+        snap = self._snapshots.get(uri)
+        if snap is not None and snap.doc is doc:
+            return snap
+        edits = self._edits.pop(uri, None)
+        base = None
+        changed: set[int] = set()
+        if snap is not None and edits:
+            index = snap.index
+            for edit in edits:
+                index = update_index(index, edit.start, edit.n_old, edit.new_lines)
+                changed.update(range(edit.start, edit.start + len(edit.new_lines)))
+            if index.pcs is snap.index.pcs:  # same structure: results per line carry over
+                base = snap
+                snap.base = None  # keep one level only
+        else:
+            index = build_index(doc.lines)
+        snap = Snapshot(doc, index, self.settings.arch or index.file_arch, base, frozenset(changed))
+        self._snapshots[uri] = snap
+        return snap
+
+    def record_edit(self, uri: str, edit: LineEdit | None) -> None:
+        """Remember how the document changed since its last snapshot (None: rebuild from scratch)."""
+        if edit is None or uri not in self._snapshots:
+            self._snapshots.pop(uri, None)
+            self._edits.pop(uri, None)
+        else:
+            self._edits.setdefault(uri, []).append(edit)
+
+    def forget(self, uri: str) -> None:
+        self.docs.pop(uri, None)
+        self._snapshots.pop(uri, None)
+        self._edits.pop(uri, None)
+        self.extra_diags.pop(uri, None)
+        task = self._diag_tasks.pop(uri, None)
+        if task is not None:
+            task.cancel()
+
+    # ------------------------------------------------------------------ settings
+    def apply_settings(self, raw: object) -> None:
+        settings, warnings = settings_from_raw(raw, self.settings)
+        changed = settings != self.settings
+        self.settings = settings
+        for warning in warnings:
+            log.warning(warning)
+            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=warning))
+        if changed:
+            self._snapshots.clear()
+            self._edits.clear()
+            for uri in list(self.docs):
+                self.schedule_diagnostics(uri, 0.0)
+
+    # ------------------------------------------------------------------ diagnostics
+    def schedule_diagnostics(self, uri: str, delay: float | None = None) -> None:
+        if uri.endswith(".cubin"):
+            return
+        task = self._diag_tasks.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        doc = self.docs.get(uri)
+        if doc is None:
+            return
+        if delay is None:
+            delay = self.settings.diagnosticsDebounceMs / 1000
+        self._diag_tasks[uri] = asyncio.ensure_future(self._diagnose(uri, doc.version, delay))
+
+    def send_status(self, snap: Snapshot) -> None:
+        """``sass-lsp/status``: the arch in use (and GPU timing's state) for the client's status bar."""
+        status: dict = {"arch": snap.arch}
+        if self.settings.gpuTiming:
+            status["gpu"] = {
+                "available": False,
+                "reason": "GPU timing is not wired into the language server yet",
+            }
+        if status != self._last_status:
+            self._last_status = status
+            self.protocol.notify("sass-lsp/status", status)
+
+    def _is_latest(self, uri: str, version: int) -> bool:
+        doc = self.docs.get(uri)
+        return doc is not None and doc.version == version
+
+    def _json(self, d: Diag, cols: Columns, uri: str) -> dict:
+        """JSON of one diagnostic, cached while its lines are ASCII (then columns need no conversion)."""
+        lines = cols.lines
+        ascii_only = 0 <= d.line < len(lines) and lines[d.line].isascii() and not d.related
+        if not ascii_only:
+            return diagnostic_json(d, cols, uri)
+        cached = self._json_cache.get(d)
+        if cached is None:
+            cached = diagnostic_json(d, cols, uri)
+            if len(self._json_cache) > 100_000:
+                self._json_cache.clear()
+            self._json_cache[d] = cached
+        return cached
+
+    def publish(self, snap: Snapshot, diags: list[Diag]) -> None:
+        if not self._is_latest(snap.uri, snap.version):
+            return
+        extra_version, extra = self.extra_diags.get(snap.uri, (None, []))
+        if extra_version == snap.version:
+            diags = diags + extra
+        cols = self.columns(snap.doc)
+        send = getattr(self.protocol, "_send_data", None)
+        if (
+            send is not None
+        ):  # fast path: plain JSON (cattrs costs ~30 us per diagnostic, 170 ms on first use)
+            params = {
+                "uri": snap.uri,
+                "version": snap.version,
+                "diagnostics": [self._json(d, cols, snap.uri) for d in diags],
+            }
+            send({"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params})
+        else:
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(
+                    uri=snap.uri,
+                    version=snap.version,
+                    diagnostics=[to_lsp_diagnostic(d, cols, snap.uri) for d in diags],
+                )
+            )
+        self.published[snap.uri] = (snap.version, time.perf_counter(), len(diags))
+
+    async def _diagnose(self, uri: str, version: int, delay: float) -> None:
+        try:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if not self._is_latest(uri, version):
+                return
+            snap = self.snapshot(uri)
+            if snap is None:
+                return
+            self.send_status(snap)
+            await self._run_lanes(snap)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("diagnostics failed for %s v%s", uri, version)
+
+    async def _run_lanes(self, snap: Snapshot) -> None:
+        settings = self.settings
+        index = snap.index
+        base = snap.base
+        if base is not None and base.parse_diags is not None:
+            changed = snap.changed_lines
+            parse = [d for d in base.parse_diags if d.line not in changed]
+            parse += diag_mod.parse_diagnostics(index, sorted(changed))
+            parse.sort(key=lambda d: (d.line, d.col))
+        else:
+            parse = diag_mod.parse_diagnostics(index)
+        snap.parse_diags = parse
+        adapter = encoder_for(snap.arch) if settings.encoderDiagnostics else None
+        encode: list[Diag] = []
+        pending: list = []
+        base_map = snap.base.encode_map if snap.base is not None and snap.base.arch == snap.arch else None
+        if adapter is not None and base_map is not None:
+            encode_map = dict(base_map)
+            for line in snap.changed_lines:
+                encode_map.pop(line, None)
+            known = diag_mod.encode_known(index, adapter, sorted(snap.changed_lines))
+            pending = known.pending
+            encode_map.update((d.line, d) for d in known.diags)
+            encode = list(encode_map.values())
+        elif adapter is not None:
+            known = diag_mod.encode_known(index, adapter)
+            encode, pending = known.diags, known.pending
+        hazards: list[Diag] = []
+        stale_kernels = []
+        previous = self.last_hazards.get(snap.uri, {}) if snap.base is not None else {}
+        if settings.hazardDiagnostics and snap.arch and checker_available():
+            for kernel in index.kernels:
+                cached = diag_mod.cached_findings(index, kernel, snap.arch)
+                if cached is None:
+                    stale_kernels.append(kernel)
+                    hazards += previous.get(kernel.section.line, [])  # until the re-check lands
+                else:
+                    hazards += diag_mod.hazard_diagnostics(index, kernel, snap.arch, settings)
+        snap.base = None  # drop the chain of old snapshots
+        self.publish(snap, parse + encode + hazards)
+        if not pending and not stale_kernels:
+            self._done(snap, parse, encode, index, publish=False)
+            return
+        # slow lane 1: the encoder on instructions not seen before, time-sliced on the event loop
+        t_slice = time.perf_counter()
+        for job in pending:
+            d = diag_mod.encode_pending(index, adapter, job)  # type: ignore[arg-type]
+            if d is not None:
+                encode.append(d)
+            if time.perf_counter() - t_slice > SLICE_S:
+                await asyncio.sleep(0)
+                if not self._is_latest(snap.uri, snap.version):
+                    return
+                t_slice = time.perf_counter()
+        encode.sort(key=lambda d: d.line)
+        snap.encode_map = {d.line: d for d in encode}
+        if pending and stale_kernels:
+            self.publish(snap, parse + encode + hazards)
+        # slow lane 2: the checker on edited kernels, in a worker thread (one at a time per document)
+        lock = self._checker_locks.setdefault(snap.uri, asyncio.Lock())
+        async with lock:
+            for kernel in stale_kernels:
+                if not self._is_latest(snap.uri, snap.version):
+                    return
+                arch = snap.arch
+                assert arch is not None
+                await self._check_kernel(index, kernel, arch)
+        if not self._is_latest(snap.uri, snap.version):
+            return
+        self._done(snap, parse, encode, index)
+
+    async def _check_kernel(self, index: DocumentIndex, kernel: Kernel, arch: str) -> None:
+        """Run the checker on one kernel in the worker process (in a thread if no process can be had)."""
+        sec = kernel.section
+        lines = list(index.lines[sec.line : sec.end_line])
+        pool = self._worker_pool()
+        if pool is not None:
+            try:
+                loop = asyncio.get_running_loop()
+                findings = await loop.run_in_executor(
+                    pool, diag_mod.check_section_lines, lines, sec.line, arch
+                )
+                diag_mod.store_findings(index, kernel, arch, findings)
+                return
+            except (BrokenProcessPool, OSError):
+                log.warning("checker worker process failed; checking in a thread", exc_info=True)
+                self._pool = None
+        await asyncio.to_thread(diag_mod.kernel_findings, index, kernel, arch)
+
+    def close_workers(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def _worker_pool(self) -> ProcessPoolExecutor | None:
+        if self._pool is None and not self._pool_failed:
+            try:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                )
+            except Exception:
+                log.warning("no worker process for the checker", exc_info=True)
+                self._pool_failed = True
+        return self._pool
+
+    def _done(
+        self,
+        snap: Snapshot,
+        parse: list[Diag],
+        encode: list[Diag],
+        index: DocumentIndex,
+        publish: bool = True,
+    ) -> None:
+        """Publish the complete diagnostics of a snapshot and remember them for the next edit."""
+        snap.encode_map = {d.line: d for d in encode}
+        per_kernel: dict[int, list[Diag]] = {}
+        if self.settings.hazardDiagnostics and snap.arch and checker_available():
+            for kernel in index.kernels:
+                if diag_mod.cached_findings(index, kernel, snap.arch) is not None:
+                    per_kernel[kernel.section.line] = diag_mod.hazard_diagnostics(
+                        index, kernel, snap.arch, self.settings
+                    )
+        self.last_hazards[snap.uri] = per_kernel
+        hazards = [d for diags in per_kernel.values() for d in diags]
+        self.full_diagnostics[snap.uri] = parse + encode + hazards
+        if publish:
+            self.publish(snap, parse + encode + hazards)

@@ -1,0 +1,54 @@
+"""Shared helpers for the analysis tests: corpus kernels as Modules (cached) and mutation generators."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+from pathlib import Path
+
+from paths import SHARED_CORPUS
+
+from sass_lsp.cuasm.parser import parse_cuasm
+from sass_lsp.model import Instruction, Module
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = SHARED_CORPUS
+ARCHES = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100a", "sm_120"]
+
+
+@functools.cache
+def _builder():  # noqa: ANN202
+    spec = importlib.util.spec_from_file_location("build_semantics", ROOT / "tools/isa/build_semantics.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def corpus_modules(arch: str) -> list[tuple[str, Module]]:
+    """Generated corpus cubins (``.cache/corpus/<arch>``; sm_90 also sm_90a and the shared Triton set)."""
+    dirs = [arch] + (["sm_90a"] if arch == "sm_90" else [])
+    cubins = [p for d in dirs for p in sorted((ROOT / ".cache/corpus" / d).glob("*.cubin"))]
+    out = [(f"{p.parent.name}/{p.name}", m) for p, m in _builder().load_modules(cubins)]
+    if arch == "sm_90" and SHARED.is_dir():
+        out += [(f"shared/{p.name}", parse_cuasm(p.read_text())[0]) for p in sorted(SHARED.glob("*.cuasm"))]
+    return out
+
+
+def text_sections(module: Module):  # noqa: ANN201
+    return [s for s in module.sections if s.name.startswith(".text.")]
+
+
+def with_ctrl(ins: Instruction, **fields: object) -> Instruction:
+    """Copy of ``ins`` with control fields changed (wait=, rsb=, wsb=, stall=)."""
+    from sass_lsp.analysis.program import decode_ctrl
+
+    c = decode_ctrl(ins.ctrl)
+    wait = fields.get("wait", c.wait_mask)
+    rsb = fields.get("rsb", c.read_sb)
+    wsb = fields.get("wsb", c.write_sb)
+    stall = fields.get("stall", c.stall)
+    text = "B" + "".join(str(i) if wait >> i & 1 else "-" for i in range(6))
+    text += f":R{'-' if rsb is None else rsb}:W{'-' if wsb is None else wsb}:{'Y' if c.yield_flag else '-'}"
+    text += f":S{stall:02d}"
+    return dataclasses.replace(ins, ctrl=text)
