@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.util
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 from paths import SHARED_CORPUS
 
 from sass_lsp.cuasm.parser import parse_cuasm
-from sass_lsp.model import Instruction, Module
+from sass_lsp.model import Module
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = SHARED_CORPUS
@@ -37,18 +36,3 @@ def corpus_modules(arch: str) -> list[tuple[str, Module]]:
 
 def text_sections(module: Module):  # noqa: ANN201
     return [s for s in module.sections if s.name.startswith(".text.")]
-
-
-def with_ctrl(ins: Instruction, **fields: object) -> Instruction:
-    """Copy of ``ins`` with control fields changed (wait=, rsb=, wsb=, stall=)."""
-    from sass_lsp.analysis.program import decode_ctrl
-
-    c = decode_ctrl(ins.ctrl)
-    wait = fields.get("wait", c.wait_mask)
-    rsb = fields.get("rsb", c.read_sb)
-    wsb = fields.get("wsb", c.write_sb)
-    stall = fields.get("stall", c.stall)
-    text = "B" + "".join(str(i) if wait >> i & 1 else "-" for i in range(6))
-    text += f":R{'-' if rsb is None else rsb}:W{'-' if wsb is None else wsb}:{'Y' if c.yield_flag else '-'}"
-    text += f":S{stall:02d}"
-    return dataclasses.replace(ins, ctrl=text)

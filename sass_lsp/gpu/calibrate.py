@@ -69,11 +69,15 @@ class Probe:
 # Registers R8..R11 hold the loaded 16 bytes and are stored back; R12..R15 are scratch.
 PROBES: tuple[Probe, ...] = (
     Probe("IADD3->IADD3", "alu", "alu", "reg", "u32", (("IADD3 R8, R8, R9, RZ", True),)),
-    Probe("LOP3->LOP3", "alu", "alu", "reg", "u32", (("LOP3.LUT R8, R8, R9, R10, 0x96, !PT", True),)),
+    # A chain of LOP3s alone cannot detect a stale read (x -> f(x) bitwise with constants has period <= 2),
+    # nor can PRMT (it shifts the old value out): each feeds an add instead.
+    Probe("LOP3->IADD3", "alu", "alu", "reg", "u32",
+          (("LOP3.LUT R12, R8, R9, R10, 0x96, !PT", True), ("IADD3 R8, R12, R8, RZ", False))),
     Probe("MOV->IADD3", "alu", "alu", "reg", "u32",
           (("MOV R12, R8", True), ("IADD3 R8, R12, R9, RZ", False))),
     Probe("SHF->SHF", "alu", "alu", "reg", "u32", (("SHF.L.W.U32.HI R8, R8, 0x5, R8", True),)),
-    Probe("PRMT->PRMT", "alu", "alu", "reg", "u32", (("PRMT R8, R8, 0x4321, R9", True),)),
+    Probe("PRMT->IADD3", "alu", "alu", "reg", "u32",
+          (("PRMT R12, R8, 0x4321, R9", True), ("IADD3 R8, R12, R8, RZ", False))),
     Probe("IADD3->IMAD", "alu", "fma", "reg", "u32",
           (("IADD3 R8, R8, R11, RZ", True), ("IMAD R8, R8, R9, R10", False))),
     Probe("IMAD->IMAD", "fma", "fma", "reg", "u32", (("IMAD R8, R8, R9, R10", True),)),
