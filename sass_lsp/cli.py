@@ -190,7 +190,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure minimum safe stalls on the attached GPU; writes the raw data and the measured table."""
     import json
 
-    from sass_lsp.gpu.calibrate import CalibrationError, calibrate, measured_table
+    from sass_lsp.gpu.calibrate import CalibrationError, calibrate, merge_measured
     from sass_lsp.gpu.runner import GpuRunner
 
     runner = GpuRunner(timeout_s=120)
@@ -218,9 +218,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     raw_path = args.out / f"calibrate_{args.arch}_raw.json"
     write_atomic(raw_path, json.dumps(raw, indent=1) + "\n")
-    table_path = args.table or Path(__file__).parent / "isa" / "data" / f"latency_measured_{args.arch}.json"
-    write_atomic(table_path, json.dumps(measured_table(raw, raw_path.name), indent=1) + "\n")
-    print(f"wrote {raw_path} and {table_path}", file=sys.stderr)
+    table_path = args.table or Path(__file__).parent / "isa" / "data" / f"semantics_{args.arch}.json"
+    merged = merge_measured(json.loads(table_path.read_text()), raw, raw_path.name)
+    write_atomic(table_path, json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {raw_path}; measured rows merged into {table_path}", file=sys.stderr)
     return 0
 
 
@@ -295,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--out", type=Path, default=Path("."), help="directory for the raw measurements")
-    p.add_argument("--table", type=Path, help="measured table (default: the package's isa/data)")
+    p.add_argument("--table", type=Path, help="semantics table to merge into (default: the package's)")
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("demo", help="round-trip the bundled sm_90 example")

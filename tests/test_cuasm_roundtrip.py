@@ -275,10 +275,14 @@ def test_missing_header_fields_are_derived_from_directives() -> None:
     assert assemble_cuasm(stripped, encode=stub_by_pc(dis), verify=False) == data
 
 
+def _raw_words_only(text: str, **_: object) -> int:
+    raise LookupError("this test keeps every word in a '// raw' trailer")
+
+
 def test_regcount_raised_in_sh_info_on_sm80(cuda13_dir: Path) -> None:
     """sm_80 under CUDA 13 keeps the register count in the text section's sh_info bits 24-31."""
     data = (cuda13_dir / "sm_80.cubin").read_bytes()
-    text = write_cuasm(data, disassembly=_disasm(cuda13_dir / "sm_80.cubin"), encode=None)
+    text = write_cuasm(data, disassembly=_disasm(cuda13_dir / "sm_80.cubin"), encode=_raw_words_only)
     before = read_cubin(data).section(".text._Z6k_loopPfi")
     assert before is not None and before.info >> 24
     head, body = text.split(".section\t.text._Z6k_loopPfi,", 1)
