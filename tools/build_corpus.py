@@ -48,7 +48,8 @@ def compile_one(nvcc: str, arch: str, extra: list[str], src: Path, out_dir: Path
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}\n{proc.stderr}")
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    version_text = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    version = version_text.strip().splitlines()[-1]
     out.with_suffix(".cmd").write_text(" ".join(cmd[:-3] + [src.name]) + f"\n# {version}\n")
     return out
 
