@@ -32,31 +32,21 @@ _RELOC_RE = re.compile(
 _SYMBOLS_RE = re.compile(r"\s*//-+\s*SYMBOLS\s*-+")
 
 
+_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"?|//.*|/\*.*?(?:\*/|$)')
+
+
+def _blank_comment(match: re.Match[str]) -> str:
+    token = match.group()
+    if token.startswith('"'):
+        return token
+    return "" if token.startswith("//") else " " * len(token)
+
+
 def strip_comments(line: str) -> str:
     """Blank out ``//`` and ``/* */`` comments outside strings; columns are preserved."""
-    out = list(line)
-    idx = 0
-    in_string = False
-    while idx < len(line):
-        ch = line[idx]
-        if in_string:
-            if ch == "\\":
-                idx += 2
-                continue
-            if ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif line.startswith("//", idx):
-            return "".join(out[:idx])
-        elif line.startswith("/*", idx):
-            end = line.find("*/", idx + 2)
-            end = len(line) if end < 0 else end + 2
-            out[idx:end] = " " * (end - idx)
-            idx = end
-            continue
-        idx += 1
-    return "".join(out)
+    if "/" not in line:
+        return line
+    return _COMMENT_OR_STRING.sub(_blank_comment, line)
 
 
 def parse_int(text: str) -> int | None:
