@@ -214,48 +214,35 @@ def barrier_variant(skeleton: str, stall: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def chain_spec(dtype: str) -> LaunchSpec:
-    name, fill = _FILLS[dtype]
-    n_elems = N_THREADS * 16 // _ELEM_BYTES[dtype]
+def _copy_spec(dtype: str, n_elems: int, block: int, fill: str) -> LaunchSpec:
+    """One input buffer and one output buffer of ``n_elems`` elements; one thread per 16 (or 4) bytes."""
     return parse_spec(f"""
 kernel = "calib"
-grid = [{N_THREADS // 128}, 1, 1]
-block = [128, 1, 1]
+grid = [{N_THREADS // block}, 1, 1]
+block = [{block}, 1, 1]
 [[params]]
 name = "in"
 kind = "buffer"
-dtype = "{name}"
+dtype = "{dtype}"
 shape = [{n_elems}]
 role = "in"
 fill = {fill}
 [[params]]
 name = "out"
 kind = "buffer"
-dtype = "{name}"
+dtype = "{dtype}"
 shape = [{n_elems}]
 role = "out"
 """)
 
 
+def chain_spec(dtype: str) -> LaunchSpec:
+    name, fill = _FILLS[dtype]
+    return _copy_spec(name, N_THREADS * 16 // _ELEM_BYTES[dtype], 128, fill)
+
+
 def barrier_spec() -> LaunchSpec:
-    return parse_spec(f"""
-kernel = "calib"
-grid = [{N_THREADS // 1024}, 1, 1]
-block = [1024, 1, 1]
-[[params]]
-name = "in"
-kind = "buffer"
-dtype = "u32"
-shape = [{N_THREADS}]
-role = "in"
-fill = {{ kind = "int", low = 0, high = 2147483647 }}
-[[params]]
-name = "out"
-kind = "buffer"
-dtype = "u32"
-shape = [{N_THREADS}]
-role = "out"
-""")
+    return _copy_spec("u32", N_THREADS, 1024, _FILLS["u32"][1])
 
 
 def min_safe_stall(outcomes: dict[int, str]) -> int | None:
