@@ -1,0 +1,160 @@
+"""Instruction -> (form keys, GF(2) feature names). Shared by the encoder and the table builder.
+
+The encoding of one form is modelled as XOR-linear over GF(2): ``word = XOR of W[f] for active f``.
+Features are the bias, one-hot tokens (modifiers, prefix ops, suffixes, enumerated names) and the bits of
+every numeric value (register indices, immediates as 64-bit two's complement, float immediates as IEEE
+bits, branch targets as ``target - (pc + 16)``, constant-bank numbers and offsets).
+
+Two keys per instruction: the *general* key (opcode + operand kind tags; opcode modifiers are tokens)
+and the *specific* key (general key + the exact modifier string; no modifier tokens). The specific model
+is exact for combinations seen in training; the general one covers unseen modifier combinations.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .syntax import Instruction, Operand
+
+BIAS = "1"
+MASK64 = (1 << 64) - 1
+_TYPE_MOD = re.compile(
+    r"^(?:U|S|F|BF|E|TF|B|I)\d+(?:X\d+)?$|^(?:E4M3|E5M2|E2M1|E3M2|E2M3|UE8M0|UE4M3|TF32|BF16)$"
+)
+# opcodes whose float immediates are f16 pairs / f64 high halves; everything else is f32
+_F16_OPS = re.compile(r"^(HADD2|HFMA2|HMUL2|HSET2|HSETP2|HMNMX2|VHMNMX|HMMA)")
+_F64_OPS = re.compile(r"^(DADD|DFMA|DMUL|DSETP|DMNMX|DSET)")
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    general_key: str
+    specific_key: str
+    tokens: tuple[str, ...]  # one-hot tokens (incl. modifier tokens, used by the general model only)
+    bits: tuple[str, ...]  # value-bit features that are 1
+    mod_tokens: tuple[str, ...]  # the subset of tokens that are opcode modifiers
+
+
+class FeatureError(ValueError):
+    def __init__(self, message: str, col: int = 0, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.col = col
+        self.hint = hint
+
+
+def _bits(prefix: str, value: int, width: int = 64) -> list[str]:
+    value &= (1 << width) - 1
+    return [f"{prefix}{k}" for k in range(width) if value >> k & 1]
+
+
+def float_bits(opcode: str, value: float) -> int:
+    try:
+        if _F16_OPS.match(opcode):
+            return struct.unpack("<H", struct.pack("<e", value))[0]
+        if _F64_OPS.match(opcode):
+            return struct.unpack("<Q", struct.pack("<d", value))[0] >> 32
+        return struct.unpack("<I", struct.pack("<f", value))[0]
+    except (OverflowError, struct.error) as exc:
+        raise FeatureError(f"float immediate {value} does not fit the {opcode} field", 0, str(exc)) from None
+
+
+def operand_tag(op: Operand) -> str:
+    if op.kind == "reg":
+        assert op.reg is not None
+        return op.reg.kind
+    if op.kind == "cbank":
+        inner = "+".join(p.reg.kind for p in op.parts if p.reg is not None)
+        return f"{op.name}[{inner}]"
+    if op.kind == "addr":
+        inner = "+".join(p.reg.kind for p in op.parts if p.reg is not None)
+        space = op.name or ""
+        return f"{space}A[{inner}]"
+    return {"sreg": "SR", "name": "N", "imm": "I", "reloc": "I", "fimm": "F", "label": "L", "set": "S"}[
+        op.kind
+    ]
+
+
+def instruction_features(
+    ins: Instruction, *, pc: int = 0, labels: Mapping[str, int] | None = None, label_value: int | None = None
+) -> FeatureSet:
+    """``label_value`` overrides label resolution (raw-mode probing gives absolute targets directly)."""
+    tags = [operand_tag(op) for op in ins.operands]
+    general_key = " ".join([ins.opcode, *tags])
+    specific_key = general_key + "|" + ".".join(ins.modifiers)
+    tokens: list[str] = []
+    bits: list[str] = []
+    mod_tokens: list[str] = []
+    n_types = 0
+    for mod in ins.modifiers:
+        if _TYPE_MOD.match(mod):
+            mod_tokens.append(f"m:{mod}#{n_types}")
+            n_types += 1
+        else:
+            mod_tokens.append(f"m:{mod}")
+    tokens += mod_tokens
+    if ins.guard is not None:
+        bits += _bits("g.r", ins.guard.index, 3)
+        if ins.guard_neg:
+            tokens.append("g:not")
+        if ins.guard.kind == "UP":
+            tokens.append("g:U")
+    else:
+        bits += _bits("g.r", 7, 3)
+    n_sources = 0  # reuse slots count source operands: skip the destination and predicate operands
+    for i, op in enumerate(ins.operands):
+        p = f"o{i}"
+        is_pred = op.kind == "reg" and op.reg is not None and op.reg.kind in ("P", "UP")
+        if op.reuse:
+            tokens.append(f"reuse.{n_sources}")
+        if i > 0 and not is_pred:
+            n_sources += 1
+        for flag, name in ((op.neg, "neg"), (op.abs, "abs"), (op.not_, "not"), (op.inv, "inv")):
+            if flag and op.kind != "fimm":
+                tokens.append(f"{p}:{name}")
+        tokens += [f"{p}.{s}" for s in op.suffixes]
+        kind = op.kind
+        if kind == "reg":
+            assert op.reg is not None
+            bits += _bits(f"{p}.r", op.reg.index, 8)
+        elif kind in ("sreg", "name"):
+            tokens.append(f"{p}={op.name}")
+        elif kind == "imm":
+            assert op.value is not None
+            bits += _bits(f"{p}.i", op.value)
+        elif kind == "reloc":
+            pass  # the field holds 0 until the loader applies the relocation
+        elif kind == "set":
+            assert op.value is not None
+            bits += _bits(f"{p}.i", op.value, 8)
+        elif kind == "fimm":
+            if isinstance(op.fvalue, str):
+                tokens.append(f"{p}={'-' if op.neg else '+'}{op.fvalue}")
+            else:
+                assert op.fvalue is not None
+                bits += _bits(f"{p}.i", float_bits(ins.opcode, op.fvalue), 64)
+        elif kind == "label":
+            if label_value is not None:
+                target = label_value
+            elif labels is not None and op.name in labels:
+                target = labels[op.name]
+            else:
+                raise FeatureError(
+                    f"unknown label {op.name!r}", op.col, "define the label or pass its address"
+                )
+            bits += _bits(f"{p}.i", target - (pc + 16))
+        elif kind in ("cbank", "addr"):
+            if op.value is not None:
+                bits += _bits(f"{p}.k", op.value, 8)
+            if op.base is not None:
+                bits += _bits(f"{p}.b", op.base.index, 8)
+            for j, part in enumerate(op.parts):
+                if part.reg is not None:
+                    bits += _bits(f"{p}.p{j}.", part.reg.index, 8)
+                    tokens += [f"{p}.p{j}.{s}" for s in part.suffixes]
+                else:
+                    bits += _bits(f"{p}.off", part.value)
+    return FeatureSet(general_key, specific_key, tuple(tokens), tuple(bits), tuple(mod_tokens))

@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Build the SASS encoder tables ``sass_lsp/isa/data/<arch>.json.gz`` from our own training kernels.
+
+Pipeline (reproducible; needs nvcc/ptxas and nvdisasm, no GPU):
+1. compile ``tools/isa/training/*.cu`` for the arch with a few flag sets (cubins cached in ``.cache/isa``);
+2. ``nvdisasm -hex -c`` -> real (text, word) samples, branch labels resolved per section;
+3. bit-flip probing: for up to ``--cap`` distinct words per form, flip every non-control bit, disassemble
+   all variants in raw mode (``nvdisasm -b SMxx``) and keep variants whose text parses. nvdisasm rejects a
+   whole file when any word is illegal but names every bad address, so bad words are replaced by NOPs
+   and the batch re-run;
+4. learn a GF(2)-linear model per specific and per general form (``sass_lsp/isa/gf2.py``).
+
+Held-out cubins (``/work/shared/corpus``, ``tests/kernels``) are never used here.
+
+    python tools/isa/build_tables.py --arch sm_90
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import datetime
+import gzip
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from sass_lsp.isa.control import CONTROL_MASK  # noqa: E402
+from sass_lsp.isa.features import FeatureError, instruction_features  # noqa: E402
+from sass_lsp.isa.gf2 import FormModel, learn  # noqa: E402
+from sass_lsp.isa.listing import parse_listing  # noqa: E402
+from sass_lsp.isa.syntax import Instruction, InstructionSyntaxError, parse_instruction  # noqa: E402
+from sass_lsp.nvdisasm import nvdisasm_path  # noqa: E402
+
+TRAINING = ROOT / "tools" / "isa" / "training"
+CACHE = ROOT / ".cache" / "isa"
+DATA = ROOT / "sass_lsp" / "isa" / "data"
+PROBE_BITS = [b for b in range(128) if not 105 <= b <= 121]
+FLAG_SETS = [["-O3"], ["-O3", "-maxrregcount=32"], ["-O3", "-Xptxas", "-O1"], ["-O3", "-use_fast_math"]]
+# arch -> (nvcc -arch values to compile, nvdisasm -b name)
+ARCHES = {
+    "sm_75": (["sm_75"], "SM75"),
+    "sm_80": (["sm_80"], "SM80"),
+    "sm_86": (["sm_86"], "SM86"),
+    "sm_89": (["sm_89"], "SM89"),
+    "sm_90": (["sm_90", "sm_90a"], "SM90a"),
+    "sm_100a": (["sm_100a"], "SM100a"),
+    "sm_120": (["sm_120"], "SM120"),
+}
+GLOBAL_FEATURE = re.compile(r"^(g:not|g:U|g\.r\d|reuse\.\d)$")
+_BAD_ADDR = re.compile(r"at address 0x([0-9a-fA-F]+)")
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def tool_version(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    except OSError:
+        return "unavailable"
+    return next((ln.strip() for ln in out.splitlines() if "release" in ln), out.strip()[:80])
+
+
+def compile_all(arch: str) -> tuple[list[Path], list[str]]:
+    gpu_archs, _ = ARCHES[arch]
+    jobs = []
+    for src in sorted(TRAINING.glob("*.cu")):
+        for gpu in gpu_archs:
+            for fi, flags in enumerate(FLAG_SETS):
+                out = CACHE / arch / f"{src.stem}.{gpu}.f{fi}.cubin"
+                jobs.append((src, gpu, flags, out))
+    failures: list[str] = []
+
+    def run(job: tuple[Path, str, list[str], Path]) -> Path | None:
+        src, gpu, flags, out = job
+        if out.exists() and out.stat().st_mtime > src.stat().st_mtime:
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cmd = ["nvcc", "-cubin", f"-arch={gpu}", *flags, "-o", str(out), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            failures.append(f"{src.name} {gpu} {' '.join(flags)}: {proc.stderr.strip().splitlines()[-1:]}")
+            return None
+        return out
+
+    with ThreadPoolExecutor(2) as pool:
+        cubins = [c for c in pool.map(run, jobs) if c is not None]
+    return cubins, failures
+
+
+def nvdisasm_raw(words: list[int], sm: str) -> dict[int, str]:
+    """Disassemble raw words; returns pc -> text. Illegal words are replaced by NOP and the batch re-run."""
+    nop = 0x7918 | (0x7E0 << 105)
+    words = list(words)
+    illegal: set[int] = set()
+    for _ in range(20):
+        with tempfile.NamedTemporaryFile(suffix=".bin") as tmp:
+            tmp.write(b"".join(w.to_bytes(16, "little") for w in words))
+            tmp.flush()
+            proc = subprocess.run(
+                [str(nvdisasm_path()), "-b", sm, "-hex", tmp.name], capture_output=True, text=True
+            )
+        if proc.returncode == 0:
+            break
+        bad = {int(a, 16) // 16 for a in _BAD_ADDR.findall(proc.stderr)}
+        if not bad - illegal:
+            raise RuntimeError(f"nvdisasm failed: {proc.stderr[:300]}")
+        for i in bad:
+            words[i] = nop
+        illegal |= bad
+    listing = parse_listing(proc.stdout)
+    return {ins.pc: ins.text for ins in listing.instructions if ins.pc // 16 not in illegal}
+
+
+def probe_words(sources: list[int], sm: str, batch: int):
+    """Yield (source word, its raw text, its pc, [(bit, variant text, variant pc)]) per source word."""
+    per = 1 + len(PROBE_BITS)
+    words: list[int] = []
+    neutral = 0x7E0 << 105  # no scoreboards: a store with W0 (control bits all zero) is illegal
+    for w in sources:
+        words.append(w | neutral)
+        words.extend((w ^ (1 << b)) | neutral for b in PROBE_BITS)
+    step = max(per, batch - batch % per)
+    batches = [(i, words[i : i + step]) for i in range(0, len(words), step)]
+
+    def run_batch(item: tuple[int, list[int]]) -> dict[int, tuple[str, int]]:
+        start, chunk = item
+        return {start + pc // 16: (t, pc) for pc, t in nvdisasm_raw(chunk, sm).items()}
+
+    texts: dict[int, tuple[str, int]] = {}  # global word index -> (text, pc within its batch)
+    with ThreadPoolExecutor(2) as pool:
+        for result in pool.map(run_batch, batches):
+            texts.update(result)
+    for gi, w in enumerate(sources):
+        head = gi * per
+        if head not in texts:
+            continue
+        orig_text, orig_pc = texts[head]
+        variants = [(b, *texts[head + 1 + bi]) for bi, b in enumerate(PROBE_BITS) if head + 1 + bi in texts]
+        yield w, orig_text, orig_pc, variants
+
+
+@dataclasses.dataclass
+class Sample:
+    ins: Instruction
+    text: str
+    word: int
+    pc: int
+    labels: dict[str, int]
+
+
+def features_for(sample: Sample, label_ops: set[tuple[str, int]], raw: bool):
+    ins = sample.ins
+    labels = dict(sample.labels)
+    if raw:  # raw mode prints branch targets as absolute numbers
+        ops = list(ins.operands)
+        for i, op in enumerate(ops):
+            if (ins.opcode, i) in label_ops and op.kind == "imm" and op.value is not None:
+                name = f"__abs_{op.value:x}"
+                labels[name] = op.value
+                ops[i] = dataclasses.replace(op, kind="label", name=name, value=None)
+        ins = dataclasses.replace(ins, operands=tuple(ops))
+    return instruction_features(ins, pc=sample.pc, labels=labels)
+
+
+def model_to_json(m: FormModel) -> dict:
+    out: dict = {
+        "w": {f: f"{v:x}" for f, v in sorted(m.weights.items())},
+        "k": sorted(m.known),
+        "nr": m.n_real,
+        "np": m.n_probe,
+    }
+    if m.hidden_mask:
+        out["hm"] = f"{m.hidden_mask:x}"
+        out["hv"] = f"{m.hidden_value:x}"
+    if m.irregular_mask:
+        out["im"] = f"{m.irregular_mask:x}"
+    if m.invisible_mask:
+        out["hp"] = f"{m.invisible_mask:x}"
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--arch", required=True, choices=sorted(ARCHES))
+    ap.add_argument("--cap", type=int, default=4, help="distinct words probed per specific form")
+    ap.add_argument("--cap2", type=int, default=2, help="probed words per form found only by probing")
+    ap.add_argument(
+        "--rounds", type=int, default=2, help="probing rounds (later rounds probe probe-found forms)"
+    )
+    ap.add_argument("--batch", type=int, default=40000, help="words per nvdisasm raw call")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    t0 = time.time()
+    arch = args.arch
+    _, sm = ARCHES[arch]
+
+    cubins, failures = compile_all(arch)
+    log(f"compiled {len(cubins)} cubins ({len(failures)} failed)")
+    for f in failures:
+        log(f"  compile failed: {f}")
+
+    real: list[Sample] = []
+    seen: set[tuple[str, int, int]] = set()
+    bad_parse = 0
+
+    def disasm(cubin: Path) -> str:
+        return subprocess.run(
+            [str(nvdisasm_path()), "-hex", "-c", str(cubin)], capture_output=True, text=True
+        ).stdout
+
+    with ThreadPoolExecutor(2) as pool:
+        listings = list(pool.map(disasm, cubins))
+    for out_text in listings:
+        listing = parse_listing(out_text)
+        for li in listing.instructions:
+            try:
+                ins = parse_instruction(li.text)
+            except InstructionSyntaxError:
+                bad_parse += 1
+                continue
+            word = li.word & ~CONTROL_MASK
+            key = (li.text, word, li.pc if "`(" in li.text else 0)
+            if key in seen:
+                continue
+            seen.add(key)
+            real.append(Sample(ins, li.text, word, li.pc, listing.labels.get(li.section, {})))
+    log(f"real samples: {len(real)} distinct ({bad_parse} unparsable)")
+
+    label_ops = {(s.ins.opcode, i) for s in real for i, op in enumerate(s.ins.operands) if op.kind == "label"}
+
+    # real samples -> features
+    by_specific: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
+    by_general: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
+    probe_specific: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
+    probe_general: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
+    probe_pool: dict[str, list[Sample]] = collections.defaultdict(list)
+    for s in real:
+        try:
+            fs = features_for(s, label_ops, raw=False)
+        except FeatureError:
+            continue
+        by_specific[fs.specific_key].append(
+            (fs.bits + tuple(t for t in fs.tokens if t not in fs.mod_tokens), s.word)
+        )
+        by_general[fs.general_key].append((fs.bits + fs.tokens, s.word))
+        pool = probe_pool[fs.specific_key]
+        if len(pool) < args.cap and all(p.word != s.word for p in pool):
+            pool.append(s)
+
+    # probing, in rounds: round 1 flips bits of real words; later rounds flip bits of variants whose
+    # specific form is still short of ``cap`` probed words (forms that only probing revealed).
+    hidden_probe: dict[str, int] = collections.defaultdict(int)
+    probed: dict[str, set[int]] = collections.defaultdict(set)
+    n_probe = 0
+    sources = [s.word for pool in probe_pool.values() for s in pool]
+    for key, pool in probe_pool.items():
+        probed[key].update(s.word for s in pool)
+    for round_idx in range(args.rounds):
+        candidates: dict[str, list[int]] = collections.defaultdict(list)
+        n_variants = len(sources) * (1 + len(PROBE_BITS))
+        log(f"probe round {round_idx + 1}: {len(sources)} words -> {n_variants} variants")
+        for src_word, orig_text, orig_pc, variants in probe_words(sources, sm, args.batch):
+            orig_fs = None
+            for bit, text, pc in variants:
+                if text == orig_text:
+                    if orig_fs is None:
+                        try:
+                            orig_fs = features_for(
+                                Sample(parse_instruction(orig_text), orig_text, src_word, orig_pc, {}),
+                                label_ops,
+                                raw=True,
+                            )
+                        except (InstructionSyntaxError, FeatureError):
+                            break
+                    hidden_probe[orig_fs.specific_key] |= 1 << bit
+                    continue
+                try:
+                    fs = features_for(Sample(parse_instruction(text), text, 0, pc, {}), label_ops, raw=True)
+                except (InstructionSyntaxError, FeatureError):
+                    continue
+                word = src_word ^ (1 << bit)
+                probe_specific[fs.specific_key].append(
+                    (fs.bits + tuple(t for t in fs.tokens if t not in fs.mod_tokens), word)
+                )
+                probe_general[fs.general_key].append((fs.bits + fs.tokens, word))
+                candidates[fs.specific_key].append(word)
+                n_probe += 1
+        sources = []
+        for key, words in candidates.items():
+            have = probed[key]
+            for w in dict.fromkeys(words):
+                if len(have) >= args.cap2:
+                    break
+                if w not in have:
+                    have.add(w)
+                    sources.append(w)
+        if not sources:
+            break
+    log(f"probe samples kept: {n_probe}")
+
+    specific: dict[str, dict] = {}
+    general: dict[str, dict] = {}
+    n_irregular = 0
+    # Bits that probing showed to be invisible (flip -> same text) are set by ptxas to some fixed choice
+    # (e.g. RZ in an unused register field). Forms seen only through probing inherit junk there from the
+    # probed word, so they get the per-bit-position majority of what ptxas chose in forms it did emit.
+    hidden_votes = [[0, 0] for _ in range(128)]
+    models: dict[str, FormModel] = {}
+    for key in sorted(set(by_specific) | set(probe_specific)):
+        hp = hidden_probe.get(key, 0)
+        m = learn(by_specific.get(key, []), probe_specific.get(key, []), hp)
+        models[key] = m
+        real_words = [w for _, w in by_specific.get(key, [])]
+        for b in range(128):
+            if hp >> b & 1 and real_words:
+                ones = sum(w >> b & 1 for w in real_words)
+                hidden_votes[b][ones * 2 > len(real_words)] += 1
+    default_hidden = sum(1 << b for b in range(128) if hidden_votes[b][1] > hidden_votes[b][0])
+    for key, m in models.items():
+        hp = hidden_probe.get(key, 0)
+        if hp and not m.n_real:
+            # prefer what ptxas chose for the same opcode + operand kinds with other modifiers
+            real_general = [w for _, w in by_general.get(key.split("|", 1)[0], [])]
+            value = default_hidden
+            if real_general:  # most common whole pattern, not a per-bit vote
+                value = collections.Counter(w & hp for w in real_general).most_common(1)[0][0]
+            m.hidden_mask |= hp
+            m.hidden_value = (m.hidden_value & ~hp) | (value & hp)
+        n_irregular += bool(m.hidden_mask)
+        j = model_to_json(m)
+        if hp:
+            j["hp"] = f"{hp:x}"
+        specific[key] = j
+    global_votes: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
+    general_hp: dict[str, int] = collections.defaultdict(int)
+    for key, hp in hidden_probe.items():
+        general_hp[key.split("|", 1)[0]] |= hp
+    for key in sorted(set(by_general) | set(probe_general)):
+        m = learn(by_general.get(key, []), probe_general.get(key, []), general_hp.get(key, 0))
+        general[key] = model_to_json(m)
+        for f, v in m.weights.items():
+            if GLOBAL_FEATURE.match(f) and not v & m.irregular_mask:
+                global_votes[f][v] += 1
+    # arch-wide fallbacks for features a form never saw (e.g. '@!P0' on a form only seen unguarded)
+    global_weights = {f: f"{c.most_common(1)[0][0]:x}" for f, c in sorted(global_votes.items())}
+    log(f"forms: {len(specific)} specific ({n_irregular} with majority-voted bits), {len(general)} general")
+
+    table = {
+        "format": 1,
+        "arch": arch,
+        "provenance": {
+            "script": "tools/isa/build_tables.py",
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "nvcc": tool_version(["nvcc", "--version"]),
+            "nvdisasm": tool_version([str(nvdisasm_path()), "--version"]),
+            "training_sources": sorted(p.name for p in TRAINING.glob("*.cu")),
+            "flag_sets": [" ".join(f) for f in FLAG_SETS],
+            "compile_failures": failures,
+            "n_real": len(real),
+            "n_probe": n_probe,
+            "probe_cap": args.cap,
+            "probe_rounds": args.rounds,
+            "model": "GF(2)-linear per form (sass_lsp/isa/gf2.py); features in sass_lsp/isa/features.py",
+        },
+        "label_operands": sorted([op, i] for op, i in label_ops),
+        "global": global_weights,
+        "specific": specific,
+        "general": general,
+    }
+    out = args.out or DATA / f"{arch}.json.gz"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = out.with_name(out.name + ".tmp")  # never leave a half-written table behind
+    with gzip.open(tmp_out, "wt", compresslevel=9) as fh:
+        json.dump(table, fh, separators=(",", ":"))
+    tmp_out.replace(out)
+    log(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB) in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
