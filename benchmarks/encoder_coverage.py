@@ -13,9 +13,9 @@ marks hidden (predicted by majority vote) is counted separately.
 from __future__ import annotations
 
 import argparse
-import os
 import collections
 import hashlib
+import os
 import subprocess
 import sys
 import time
