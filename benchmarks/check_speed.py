@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time a full hazard check of a generated 20,000-instruction sm_90 kernel (goal: <= 100 ms).
 
-The kernel is made of the Triton kernels' text sections from /work/shared/corpus/sm_90 (or any
+The kernel is made of the Triton kernels' text sections from ../shared/corpus/sm_90 (or any
 ``--source`` .cuasm files) concatenated with labels renamed, and registers rotated per copy so that the
 scanner's per-text cache does not make repeated copies free. Prints cold (empty caches) and warm times.
 
@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import argparse
 import glob
+import os
 import re
 import statistics
 import time
+from pathlib import Path
 
 from sass_lsp.analysis import check_module
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.model import Instruction, Label
+
+SHARED = Path(os.environ.get("SASS_LSP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+SHARED_CORPUS = SHARED / "corpus" / "sm_90"
 
 
 def generate(sources: list[str], n_instrs: int) -> str:
@@ -53,7 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--source", nargs="*", default=sorted(glob.glob("/work/shared/corpus/sm_90/*.cuasm")))
+    ap.add_argument("--source", nargs="*", default=sorted(glob.glob(str(SHARED_CORPUS / "*.cuasm"))))
     args = ap.parse_args()
     module, _ = parse_cuasm(generate(args.source, args.n))
     n = sum(len(s.instructions) for s in module.sections)

@@ -24,7 +24,10 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
-CORPUS = Path("/work/shared/corpus/sm_90")
+SHARED = Path(os.environ.get("SASS_LSP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+SHARED_CORPUS = SHARED / "corpus" / "sm_90"
+
+CORPUS = SHARED_CORPUS
 _LABEL_REF = re.compile(r"\.L_x_(\d+)")
 _ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/")
 

@@ -155,6 +155,14 @@ def cmd_spec_from_json(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    """Run a Python program and record every Triton kernel it launches (cubin, .cuasm, launch spec)."""
+    from sass_lsp.gpu.capture import capture_main
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    return capture_main(command, args.out, snapshot=args.snapshot)
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from sass_lsp.gpu.worker import main as worker_main
 
@@ -279,6 +287,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cubin", type=Path, help="default: the .cubin beside the JSON")
     p.add_argument("-o", "--output", type=Path, help="default: stdout")
     p.set_defaults(func=cmd_spec_from_json)
+
+    p = sub.add_parser("capture", help="run a Python program and record every Triton kernel it launches")
+    p.add_argument("--out", default=".", help="output folder (created if missing)")
+    p.add_argument("--snapshot", action="store_true", help="also save each buffer's inputs (NAME.inputs.npz)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- python prog.py ARGS...")
+    p.set_defaults(func=cmd_capture)
 
     p = sub.add_parser("worker", help="GPU worker: JSON lines on stdio, or TCP on loopback with a token")
     p.add_argument("--listen", metavar="HOST:PORT")

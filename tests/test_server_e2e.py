@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
+from paths import SHARED_CORPUS
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-CORPUS = Path("/work/shared/corpus/sm_90")
+CORPUS = SHARED_CORPUS
 HERE = Path(__file__).parent
 SAMPLE = HERE / "data" / "lsp_sample.cuasm"
 

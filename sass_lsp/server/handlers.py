@@ -5,6 +5,7 @@ the result out; failures become LSP errors (pygls) and a log line, and the next 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -15,9 +16,10 @@ from lsprotocol import types as lsp
 from pygls.uris import from_fs_path, to_fs_path
 
 from sass_lsp.files import write_atomic
-from sass_lsp.ide import actions, commands, editing, hover, navigation, outline
+from sass_lsp.ide import actions, commands, editing, gpu_timing, hover, navigation, outline
 from sass_lsp.ide import diagnostics as diag_mod
 from sass_lsp.ide.backends import encoder_for
+from sass_lsp.ide.profile_view import ProfileView, profile_view
 from sass_lsp.ide.text import Document
 from sass_lsp.server import convert
 from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot
@@ -38,6 +40,31 @@ def _pos(ls: SassLanguageServer, uri: str, position: lsp.Position) -> tuple[Snap
 
 
 def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lists every feature
+    timing = gpu_timing.TimingStore()
+    profiles: dict[str, tuple[tuple[float, int], ProfileView | None]] = {}
+
+    def profile_for(snap: Snapshot) -> ProfileView | None:
+        """The ``K.profile.json`` beside the document mapped onto it (cached per file mtime and version)."""
+        fs = to_fs_path(snap.uri) if snap.uri.startswith("file:") else None
+        if not fs:
+            return None
+        path = gpu_timing.companions(Path(fs)).profile
+        try:
+            key = (path.stat().st_mtime, snap.version)
+        except OSError:
+            profiles.pop(snap.uri, None)
+            return None
+        cached = profiles.get(snap.uri)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            view = profile_view(snap.index, json.loads(path.read_text()))
+        except (OSError, ValueError):
+            log.warning("cannot read %s", path, exc_info=True)
+            view = None
+        profiles[snap.uri] = (key, view)
+        return view
+
     @ls.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
         ls.apply_settings(params.initialization_options)
@@ -81,6 +108,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         item = params.text_document
         ls.docs[item.uri] = Document.from_text(item.uri, item.version, item.text)
         ls.record_edit(item.uri, None)
+        timing.set_original(item.uri, item.text)
         if item.uri.endswith(".cubin"):
             ls.window_show_message(
                 lsp.ShowMessageParams(
@@ -112,9 +140,18 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             ls.docs[uri] = Document(uri, version, doc.lines, doc.eol)
             ls.schedule_diagnostics(uri)
 
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(params: lsp.DidSaveTextDocumentParams) -> None:
+        doc = ls.docs.get(params.text_document.uri)
+        text = params.text if params.text is not None else (doc.text if doc is not None else None)
+        if text is not None:
+            timing.set_original(params.text_document.uri, text)  # the original for sass-lsp.timeEdit
+
     @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
+        timing.forget(params.text_document.uri)
+        profiles.pop(params.text_document.uri, None)
         ls.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )
@@ -126,7 +163,8 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         if at is None:
             return None
         snap, line, col = at
-        result = hover.hover(snap.index, line, col, timeline=None)
+        prof = profile_for(snap)
+        result = hover.hover(snap.index, line, col, timeline=prof.instruction_markdown if prof else None)
         if result is None:
             return None
         cols = ls.columns(snap.doc)
@@ -271,24 +309,48 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         if snap is None:
             return []
         out = []
-        for lens in outline.code_lenses(snap.index):
+        lenses = outline.code_lenses(snap.index) + _gpu_lenses(snap)
+        for lens in lenses:
             rng = lsp.Range(start=lsp.Position(lens.line, 0), end=lsp.Position(lens.line, 0))
-            out.append(lsp.CodeLens(range=rng, command=lsp.Command(title=lens.title, command="")))
+            command = lsp.Command(
+                title=lens.title, command=lens.command, arguments=list(lens.arguments) or None
+            )
+            out.append(lsp.CodeLens(range=rng, command=command))
         if snap.index.kernels:
             rng = lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(0, 0))
             command = lsp.Command(title="Assemble to .cubin", command=CMD_ASSEMBLE, arguments=[uri])
             out.append(lsp.CodeLens(range=rng, command=command))
         return out
 
+    def _gpu_lenses(snap: Snapshot) -> list[outline.Lens]:
+        """The timing result (or a lens that runs it when a launch spec exists) and the profile's hot spot."""
+        out: list[outline.Lens] = []
+        latest = timing.latest(snap.uri)
+        if latest is not None:
+            version, view = latest
+            stale = None if version == snap.version else version
+            lens = gpu_timing.timing_lens(snap.index, view, snap.uri, stale)
+            out += [lens] if lens is not None else []
+        else:
+            fs = to_fs_path(snap.uri) if snap.uri.startswith("file:") else None
+            if fs and gpu_timing.companions(Path(fs)).spec.exists():
+                out += gpu_timing.run_lens(snap.index, snap.uri)
+        prof = profile_for(snap)
+        lens = prof.lens(snap.index) if prof is not None else None
+        return out + ([lens] if lens is not None else [])
+
     @ls.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
     def on_inlay_hint(params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
-        if not ls.settings.inlayStallHints:
-            return []
         snap = ls.snapshot(params.text_document.uri)
         if snap is None:
             return []
         cols = ls.columns(snap.doc)
-        hints = outline.stall_hints(snap.index, params.range.start.line, params.range.end.line)
+        first, last = params.range.start.line, params.range.end.line
+        hints = outline.stall_hints(snap.index, first, last) if ls.settings.inlayStallHints else []
+        view = timing.current(snap.uri, snap.version)
+        hint = gpu_timing.timing_hint(snap.index, view) if view is not None else None
+        if hint is not None and first <= hint.line <= last:
+            hints.append(hint)
         return [
             lsp.InlayHint(
                 position=cols.position(h.line, h.col),
@@ -354,6 +416,97 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
                 return {"ok": False, "errors": n}
             await asyncio.to_thread(write_atomic, out_path, result.cubin)
         return {"ok": True, "cubin": from_fs_path(str(out_path)), "bytes": len(result.cubin)}
+
+    @ls.command(gpu_timing.CMD_TIME_EDIT)
+    async def cmd_time_edit(uri: str) -> dict:
+        """Verify and time the edited kernel against the original on the GPU; the result shows inline."""
+        uri = _check_uri(uri)
+        snap = ls.snapshot(uri)
+        if snap is None:
+            raise ValueError(f"{uri} is not open")
+        path = Path(to_fs_path(uri) or uri) if uri.startswith("file:") else Path(uri)
+        found = gpu_timing.companions(path)
+
+        def refuse(verdict: str, message: str) -> dict:
+            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
+            return {"ok": False, "verdict": verdict, "verified": False, "message": message}
+
+        if not found.spec.exists():
+            return refuse("spec_error", gpu_timing.missing_spec_message(path, found.spec))
+        from sass_lsp.gpu import GpuRunner, SpecError, bench_to_dict, load_spec, run_bench
+
+        try:
+            spec = await asyncio.to_thread(load_spec, found.spec)
+        except SpecError as exc:
+            return refuse("spec_error", f"{found.spec}: {exc}")
+        prog = _progress(ls, f"Timing {path.name} on the GPU")
+        loop = asyncio.get_running_loop()
+
+        def report(message: str) -> None:
+            if prog.enabled and prog.token in ls.work_done_progress.tokens:
+                ls.work_done_progress.report(prog.token, lsp.WorkDoneProgressReport(message=message))
+
+        async with prog as cancelled:
+            report("assembling the edit")
+            edited = await asyncio.to_thread(commands.assemble, snap.doc.text, str(path))
+            if edited.cubin is None:
+                ls.extra_diags[uri] = (snap.version, list(edited.diagnostics))
+                ls.schedule_diagnostics(uri, 0.0)
+                return refuse("assemble_error", f"{path.name}: the edit does not assemble (see diagnostics)")
+            if found.cubin.exists():
+                original = await asyncio.to_thread(found.cubin.read_bytes)
+            else:
+                report("assembling the original")
+                text = timing.originals.get(uri, snap.doc.text)
+                assembled = await asyncio.to_thread(commands.assemble, text, str(path))
+                if assembled.cubin is None:
+                    return refuse(
+                        "assemble_error",
+                        f"{path.name}: the original (as opened or last saved) does not assemble, "
+                        f"and there is no {found.cubin.name} beside it",
+                    )
+                original = assembled.cubin
+
+            def progress(phase: str, done: int, total: int) -> None:
+                loop.call_soon_threadsafe(report, f"{phase} {done}/{total}" if total else phase)
+
+            runner = GpuRunner()
+            bench = asyncio.ensure_future(
+                asyncio.to_thread(run_bench, original, edited.cubin, spec, progress=progress, runner=runner)
+            )
+            waiter = asyncio.ensure_future(cancelled.wait())
+            try:
+                await asyncio.wait({bench, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                await asyncio.to_thread(runner.close)  # also ends a run still in flight (cancelled)
+            if not bench.done() or cancelled.is_set():
+                raise asyncio.CancelledError
+            result = bench_to_dict(bench.result())
+        view = gpu_timing.view_result(result)
+        timing.put(uri, snap.version, view)
+        extra_version, extra = ls.extra_diags.get(uri, (None, []))
+        kept = [d for d in extra if d.code != gpu_timing.DIAG_CODE] if extra_version == snap.version else []
+        ls.extra_diags[uri] = (snap.version, kept + gpu_timing.timing_diagnostics(snap.index, view))
+        ls.schedule_diagnostics(uri, 0.0)
+        if view.verdict == "no_device":
+            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=view.text))
+        _refresh_views(ls)
+        return {"ok": view.verified, "version": snap.version, **view.summary}
+
+
+def _refresh_views(ls: SassLanguageServer) -> None:
+    """Ask the client to pull code lenses and inlay hints again (where it says it can)."""
+    caps = ls.client_capabilities.workspace
+    if caps is None:
+        return
+    futures = []
+    if caps.code_lens is not None and caps.code_lens.refresh_support:
+        futures.append(ls.workspace_code_lens_refresh(None))
+    if caps.inlay_hint is not None and caps.inlay_hint.refresh_support:
+        futures.append(ls.workspace_inlay_hint_refresh(None))
+    for future in futures:  # the answer does not matter; an error from the client is logged, not raised
+        future.add_done_callback(lambda f: f.exception() and log.info("refresh failed: %s", f.exception()))
 
 
 def _check_uri(uri: object) -> str:
