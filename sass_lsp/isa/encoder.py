@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .archs import ARCHES, table_arch
 from .control import CONTROL_MASK
 from .features import BIAS, FeatureError, FeatureSet, instruction_features
 from .gf2 import FormModel
@@ -24,16 +25,6 @@ from .syntax import Instruction, InstructionSyntaxError, parse_instruction
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 # arch -> table file; sm_90a shares sm_90's tables (the 'a' only enables extra instructions in ptxas)
-ARCH_TABLES = {
-    "sm_75": "sm_75",
-    "sm_80": "sm_80",
-    "sm_86": "sm_86",
-    "sm_89": "sm_89",
-    "sm_90": "sm_90",
-    "sm_90a": "sm_90",
-    "sm_100a": "sm_100a",
-    "sm_120": "sm_120",
-}
 
 
 class UnsupportedArch(LookupError):
@@ -110,9 +101,9 @@ class Encoder:
     @classmethod
     @functools.cache
     def for_arch(cls, arch: str) -> Encoder:
-        name = ARCH_TABLES.get(arch)
+        name = table_arch(arch)
         if name is None:
-            raise UnsupportedArch(f"unsupported arch {arch!r}; known: {', '.join(sorted(ARCH_TABLES))}")
+            raise UnsupportedArch(f"unsupported arch {arch!r}; known: {', '.join(ARCHES)}")
         return cls(arch, _load_table(name))
 
     # ---- completion support -------------------------------------------------------------------

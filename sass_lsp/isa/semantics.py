@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
+from sass_lsp.isa.archs import table_arch
+
 # Register units: one int per architectural register so that sets are cheap.
 UNIT_BASE = {"R": 0, "P": 256, "UR": 300, "UP": 400}
 ZERO_INDEX = {"R": 255, "UR": 63, "P": 7, "UP": 7}
@@ -172,8 +174,9 @@ class Semantics:
 
 @functools.cache
 def load_semantics(arch: str) -> Semantics:
+    name = table_arch(arch) or arch
     try:
-        raw = resources.files("sass_lsp.isa").joinpath("data", f"semantics_{arch}.json").read_text()
+        raw = resources.files("sass_lsp.isa").joinpath("data", f"semantics_{name}.json").read_text()
     except FileNotFoundError as err:
         raise UnsupportedArch(f"no semantics table for {arch}") from err
     return Semantics(arch, json.loads(raw))
