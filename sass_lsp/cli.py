@@ -26,6 +26,22 @@ def _read_bytes(path: Path) -> bytes:
         raise CliError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def _load_launch_spec(path: Path):  # noqa: ANN202 (LaunchSpec; imported lazily: the gpu package is an edge)
+    from sass_lsp.gpu import SpecError, load_spec
+
+    try:
+        return load_spec(path)
+    except (SpecError, OSError) as exc:
+        raise CliError(f"{path}: {exc}") from exc
+
+
 def disassemble_file(cubin_path: Path) -> str:
     from sass_lsp.cuasm.writer import write_cuasm
 
@@ -52,11 +68,7 @@ def cmd_disasm(args: argparse.Namespace) -> int:
 
 
 def cmd_asm(args: argparse.Namespace) -> int:
-    try:
-        text = args.cuasm.read_text()
-    except OSError as exc:
-        raise CliError(f"{args.cuasm}: cannot read: {exc.strerror}") from exc
-    data = assemble_text(text, str(args.cuasm), verify=not args.no_verify)
+    data = assemble_text(_read_text(args.cuasm), str(args.cuasm), verify=not args.no_verify)
     output = args.output or args.cuasm.with_suffix(".cubin")
     if output.resolve() == args.cuasm.resolve():
         raise CliError(f"{output}: refusing to overwrite the input file")
@@ -108,11 +120,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _load_cubin_or_cuasm(path: Path) -> bytes:
     """A cubin as is, or a .cuasm assembled (and verified) on the fly."""
     if path.suffix == ".cuasm":
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise CliError(f"{path}: cannot read: {exc.strerror}") from exc
-        return assemble_text(text, str(path))
+        return assemble_text(_read_text(path), str(path))
     return _read_bytes(path)
 
 
@@ -120,12 +128,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Verify EDIT against ORIG on fresh inputs, then time both interleaved; exit 0 only if outputs match."""
     from rich.progress import Progress
 
-    from sass_lsp.gpu import SpecError, bench_to_json, format_bench, load_spec, run_bench
+    from sass_lsp.gpu import bench_to_json, format_bench, run_bench
 
-    try:
-        spec = load_spec(args.launch)
-    except (SpecError, OSError) as exc:
-        raise CliError(f"{args.launch}: {exc}") from exc
+    spec = _load_launch_spec(args.launch)
     orig, edit = _load_cubin_or_cuasm(args.orig), _load_cubin_or_cuasm(args.edit)
     with Progress(transient=True, disable=args.json) as bar:
         task = bar.add_task("bench", total=None)
@@ -141,10 +146,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_spec_from_json(args: argparse.Namespace) -> int:
     from sass_lsp.gpu import spec_from_json, write_spec
 
-    try:
-        json_text = args.json_file.read_text()
-    except OSError as exc:
-        raise CliError(f"{args.json_file}: cannot read: {exc.strerror}") from exc
+    json_text = _read_text(args.json_file)
     cubin_path = args.cubin or args.json_file.with_suffix(".cubin")
     spec_text = write_spec(spec_from_json(json_text, _read_bytes(cubin_path)))
     if args.output is None:
@@ -176,14 +178,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
     import dataclasses
     import json
 
-    from sass_lsp.gpu import SpecError, load_spec
     from sass_lsp.gpu.profile import profile
 
-    try:
-        spec = load_spec(args.launch)
-    except (SpecError, OSError) as exc:
-        raise CliError(f"{args.launch}: {exc}") from exc
-    result = profile(_load_cubin_or_cuasm(args.kernel), spec)
+    result = profile(_load_cubin_or_cuasm(args.kernel), _load_launch_spec(args.launch))
     output = args.output or args.kernel.with_suffix(".profile.json")
     write_atomic(output, json.dumps(dataclasses.asdict(result), indent=1))
     print(f"wrote {output}", file=sys.stderr)

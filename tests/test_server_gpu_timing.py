@@ -34,7 +34,13 @@ pytestmark = pytest.mark.skipif(not SOURCE.exists(), reason="corpus triton_add.c
     ),
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("gpu")
+    await start_session(lsp_client, tmp_path_factory.mktemp("gpu"))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def start_session(lsp_client: LanguageClient, root: Path) -> None:
+    """Initialize with VS Code's capabilities in ``root``; record the client's refresh requests."""
     lsp_client.root = root  # type: ignore[attr-defined]
     refreshed: list[str] = []
     lsp_client.refreshed = refreshed  # type: ignore[attr-defined]
@@ -54,8 +60,6 @@ async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFa
             initialization_options={"diagnosticsDebounceMs": 20},
         )
     )
-    yield
-    await lsp_client.shutdown_session()
 
 
 def open_copy(client: LanguageClient, name: str) -> tuple[Path, str, list[str]]:

@@ -5,15 +5,14 @@ original in the GPU worker and shows the verified result in the lens and the inl
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from paths import SHARED_CORPUS
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
+from test_server_gpu_timing import open_copy, start_session, time_edit
 
 from sass_lsp.gpu.corpus import has_gpu
 
@@ -35,49 +34,9 @@ pytestmark = [
     ),
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("gpu")
-    lsp_client.root = root  # type: ignore[attr-defined]
-    refreshed: list[str] = []
-    lsp_client.refreshed = refreshed  # type: ignore[attr-defined]
-
-    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
-    def _code_lens_refresh(_params: None) -> None:
-        refreshed.append("codeLens")
-
-    @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
-    def _inlay_hint_refresh(_params: None) -> None:
-        refreshed.append("inlayHint")
-
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            root_uri=root.as_uri(),
-            initialization_options={"diagnosticsDebounceMs": 20},
-        )
-    )
+    await start_session(lsp_client, tmp_path_factory.mktemp("gpu"))
     yield
     await lsp_client.shutdown_session()
-
-
-def open_copy(client: LanguageClient, name: str) -> tuple[Path, str, list[str]]:
-    path: Path = client.root / name  # type: ignore[attr-defined]
-    shutil.copy(SOURCE, path)
-    text = path.read_text()
-    uri = path.as_uri()
-    client.text_document_did_open(
-        lsp.DidOpenTextDocumentParams(
-            lsp.TextDocumentItem(uri=uri, language_id="cuasm", version=1, text=text)
-        )
-    )
-    return path, uri, text.split("\n")
-
-
-async def time_edit(client: LanguageClient, uri: str) -> dict:
-    result = await client.workspace_execute_command_async(
-        lsp.ExecuteCommandParams(command="sass-lsp.timeEdit", arguments=[uri])
-    )
-    assert isinstance(result, dict)
-    return result
 
 
 @pytest.mark.asyncio(loop_scope="module")
