@@ -6,6 +6,11 @@ sm_90's encodings, so a few names share one table. Every other unknown name is u
 
 from __future__ import annotations
 
+
+class UnsupportedArch(LookupError):
+    """No tables for this arch: analyses and the encoder refuse it rather than borrow another arch's data."""
+
+
 ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100a", "sm_120")
 _ALIASES = {"sm_90a": "sm_90", "sm_100": "sm_100a"}
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .archs import ARCHES, table_arch
+from .archs import ARCHES, UnsupportedArch, table_arch
 from .control import CONTROL_MASK
 from .features import BIAS, FeatureError, FeatureSet, instruction_features
 from .gf2 import FormModel
@@ -27,8 +27,6 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 # arch -> table file; sm_90a shares sm_90's tables (the 'a' only enables extra instructions in ptxas)
 
 
-class UnsupportedArch(LookupError):
-    pass
 
 
 class EncodeError(ValueError):

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
-from sass_lsp.isa.archs import table_arch
+from sass_lsp.isa.archs import UnsupportedArch, table_arch
 
 # Register units: one int per architectural register so that sets are cheap.
 UNIT_BASE = {"R": 0, "P": 256, "UR": 300, "UP": 400}
@@ -30,8 +30,6 @@ ALL_PREDS = tuple(UNIT_BASE["P"] + i for i in range(7))
 SOURCE_RANK = {"measured": 4, "3rd": 3, "exp": 2, "guess": 1}
 
 
-class UnsupportedArch(LookupError):
-    """No semantics table for this arch (we never borrow another arch's numbers)."""
 
 
 def unit_name(unit: int) -> str:

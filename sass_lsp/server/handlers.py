@@ -21,6 +21,7 @@ from sass_lsp.ide import diagnostics as diag_mod
 from sass_lsp.ide.backends import encoder_for
 from sass_lsp.ide.profile_view import ProfileView, profile_view
 from sass_lsp.ide.text import Document
+from sass_lsp.ide.timeline_view import KernelTimeline, kernel_timeline
 from sass_lsp.server import convert
 from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot
 
@@ -42,6 +43,24 @@ def _pos(ls: SassLanguageServer, uri: str, position: lsp.Position) -> tuple[Snap
 def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lists every feature
     timing = gpu_timing.TimingStore()
     profiles: dict[str, tuple[tuple[float, int], ProfileView | None]] = {}
+
+    timelines: dict[str, tuple[tuple[int, str], KernelTimeline | None]] = {}
+
+    def timeline_for(snap: Snapshot, line: int) -> KernelTimeline | None:
+        """The static issue timeline of the kernel at ``line`` (cached per document version and kernel)."""
+        kernel = snap.index.kernel_at(line)
+        if kernel is None or not snap.arch:
+            return None
+        key = (snap.version, kernel.name)
+        cached = timelines.get(snap.uri)
+        if cached is None or cached[0] != key:
+            try:
+                cached = (key, kernel_timeline(snap.index, line, snap.arch))
+            except Exception:  # a model gap must never cost the user the rest of the hover
+                log.warning("timeline failed", exc_info=True)
+                cached = (key, None)
+            timelines[snap.uri] = cached
+        return cached[1]
 
     def profile_for(snap: Snapshot) -> ProfileView | None:
         """The ``K.profile.json`` beside the document mapped onto it (cached per file mtime and version)."""
@@ -152,6 +171,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         ls.forget(params.text_document.uri)
         timing.forget(params.text_document.uri)
         profiles.pop(params.text_document.uri, None)
+        timelines.pop(params.text_document.uri, None)
         ls.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )
@@ -164,7 +184,14 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             return None
         snap, line, col = at
         prof = profile_for(snap)
-        result = hover.hover(snap.index, line, col, timeline=prof.instruction_markdown if prof else None)
+        stalls = timeline_for(snap, line)
+
+        def extra(at: int) -> str | None:
+            parts = [part for part in (stalls.markdown(at) if stalls else None,
+                                       prof.instruction_markdown(at) if prof else None) if part]
+            return "\n\n".join(parts) or None
+
+        result = hover.hover(snap.index, line, col, timeline=extra)
         if result is None:
             return None
         cols = ls.columns(snap.doc)
