@@ -50,6 +50,10 @@ class Columns:
     def position(self, line: int, col: int) -> lsp.Position:
         return lsp.Position(line=max(0, line), character=self.to_client(line, max(0, col)))
 
+    def span(self, line: int, start: int, end: int) -> lsp.Range:
+        """A range within one line (most editor-core results are such spans)."""
+        return self.range(line, start, line, end)
+
     def range(self, line: int, col: int, end_line: int, end_col: int) -> lsp.Range:
         return lsp.Range(start=self.position(line, col), end=self.position(end_line, end_col))
 

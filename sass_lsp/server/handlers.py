@@ -197,7 +197,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         cols = ls.columns(snap.doc)
         return lsp.Hover(
             contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=result.markdown),
-            range=cols.range(result.line, result.start, result.line, result.end),
+            range=cols.span(result.line, result.start, result.end),
         )
 
     @ls.feature(lsp.TEXT_DOCUMENT_DEFINITION)
@@ -207,10 +207,8 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             return []
         snap, line, col = at
         cols = ls.columns(snap.doc)
-        return [
-            lsp.Location(uri=snap.uri, range=cols.range(s.line, s.start, s.line, s.end))
-            for s in navigation.definition(snap.index, line, col)
-        ]
+        return [lsp.Location(uri=snap.uri, range=cols.span(s.line, s.start, s.end))
+                for s in navigation.definition(snap.index, line, col)]
 
     @ls.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     def on_references(params: lsp.ReferenceParams) -> list[lsp.Location]:
@@ -220,7 +218,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         snap, line, col = at
         cols = ls.columns(snap.doc)
         spans = navigation.references(snap.index, line, col, params.context.include_declaration)
-        return [lsp.Location(uri=snap.uri, range=cols.range(s.line, s.start, s.line, s.end)) for s in spans]
+        return [lsp.Location(uri=snap.uri, range=cols.span(s.line, s.start, s.end)) for s in spans]
 
     @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
     def on_highlight(params: lsp.DocumentHighlightParams) -> list[lsp.DocumentHighlight]:
@@ -231,7 +229,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         cols = ls.columns(snap.doc)
         return [
             lsp.DocumentHighlight(
-                range=cols.range(o.line, o.start, o.line, o.end),
+                range=cols.span(o.line, o.start, o.end),
                 kind=lsp.DocumentHighlightKind.Write if o.is_def else lsp.DocumentHighlightKind.Read,
             )
             for o in navigation.highlights(snap.index, line, col)
