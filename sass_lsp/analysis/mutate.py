@@ -56,6 +56,18 @@ def mutations(
             for sb in range(6):
                 if not nd.ctrl.wait_mask >> sb & 1:
                     continue
+                # Instructions after this wait that rely on it: hoisting one above it is a hazard.
+                hoist = _hoistable_after(k, b.end, nd, sb)
+                for p, units in pend_w[sb]:
+                    if p.eff.never:
+                        continue
+                    c = hoist(lambda x, u=units: bool(x.eff.use_units & u))
+                    if c is not None:
+                        found["move_consumer_up"].append((nd, c))
+                for _p, units in pend_r[sb]:
+                    x = hoist(lambda x, u=units: bool(x.eff.def_units & u) and not x.eff.use_units & u)
+                    if x is not None:
+                        found["move_write_up"].append((nd, x))
                 if nd.eff.opcode not in ("DEPBAR",):
                     raw = [p for p, u in pend_w[sb] if u & uses and not p.eff.never]
                     if raw:
@@ -152,11 +164,44 @@ def mutations(
                 if sh.idx - bar.idx >= sem.param("bar_sync_to_shared"):
                     continue
                 yield cls, new, sh.line, {"SASS008"}
+            elif cls in ("move_consumer_up", "move_write_up"):
+                wait_node, moved = cand
+                a, z = by_line[wait_node.line], by_line[moved.line]
+                new[a : z + 1] = [new[z], *new[a:z]]  # the moved instruction now issues before the wait
+                codes = {"SASS001", "SASS007"} if cls == "move_consumer_up" else {"SASS003"}
+                yield cls, new, moved.line, codes
             elif cls == "move_placeholder":
                 ph, nxt = cand
                 a, b2 = by_line[ph.line], by_line[nxt.line]
                 new[a], new[b2] = new[b2], new[a]
                 yield cls, new, ph.line, {"SASS009"}
+
+
+def _hoistable_after(k: Kernel, end: int, wait_node, sb: int):  # noqa: ANN001, ANN202
+    """A finder for the first later instruction in the block (before anything waits on ``sb`` again) that
+    matches and could move directly above ``wait_node`` without changing which values any instruction reads:
+    fixed-latency arithmetic with no wait of its own, independent of everything it would move above."""
+
+    def find(matches) -> object | None:  # noqa: ANN001
+        between = [wait_node]
+        for j in range(wait_node.idx + 1, end):
+            x = k.nodes[j]
+            if x.ctrl.wait_mask >> sb & 1:
+                return None
+            eff = x.eff
+            fixed_alu = not (eff.variable or eff.flags or eff.never or eff.guard is not None)
+            if fixed_alu and not x.ctrl.wait_mask and matches(x) and all(_independent(x, n) for n in between):
+                return x
+            between.append(x)
+        return None
+
+    return find
+
+
+def _independent(x, n) -> bool:  # noqa: ANN001
+    """Swapping x and n keeps every value either reads (no register in common except shared sources)."""
+    a, b = x.eff, n.eff
+    return not (a.use_units & b.def_units or a.def_units & (b.use_units | b.def_units))
 
 
 def render(lines: list[str], original: list, mutated: list) -> list[str]:
