@@ -1,0 +1,95 @@
+"""GPU measurements for schedule search: one candidate ``.cuasm`` → verified against the original, then timed.
+
+:class:`GpuMeasure` is the ``measure`` function that :mod:`sass_lsp.schedule.search` strategies call. Each
+call assembles the candidate (our assembler, nvdisasm-verified), checks its outputs bit for bit against the
+original on ``seeds`` fresh input sets in the isolated worker, and only then times both interleaved. The
+budget it reports is GPU seconds: the wall time of the worker requests, not the CPU-side assembly.
+
+Every measurement is appended to a JSON-lines log (schedule key, verdict, speedup and CI, medians, seconds)
+so a learned cost model can later be fitted on them and checked against the GPU (issue #6)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sass_lsp.cuasm import AssembleError, assemble_cuasm
+from sass_lsp.gpu.bench import BenchResult, bench_to_dict, run_bench
+from sass_lsp.gpu.runner import GpuRunner
+from sass_lsp.gpu.spec import LaunchSpec
+from sass_lsp.gpu.stats import bootstrap_ratio_ci, summarize
+from sass_lsp.schedule.search import Measured, schedule_key
+
+
+@dataclass
+class GpuMeasure:
+    runner: GpuRunner
+    original: bytes  # the original cubin
+    spec: LaunchSpec
+    kernel_label: str
+    log_path: Path | None = None
+    seeds: tuple[int, ...] = (101, 202)  # not the seeds the final confirmation uses
+    rounds: int = 12
+    target_batch_ms: float = 2.0
+    calls: int = 0
+
+    def __call__(self, text: str) -> Measured:
+        key = schedule_key(text)
+        self.calls += 1
+        try:
+            cubin = assemble_cuasm(text, source_name=f"<candidate {key}>")
+        except AssembleError as exc:
+            return self._record(key, Measured(key, "asm_error", None), {"error": str(exc)[:300]})
+        t0 = time.monotonic()
+        checked = self.runner.verify(self.original, cubin, self.spec, list(self.seeds))
+        status = checked.result.get("status", "error") if checked.ok else checked.kind
+        if status != "match":
+            return self._record(key, Measured(key, status, None, seconds=time.monotonic() - t0), {})
+        timed = self.runner.time(
+            self.original, cubin, self.spec, rounds=self.rounds, target_batch_ms=self.target_batch_ms
+        )
+        seconds = time.monotonic() - t0
+        if not timed.ok or timed.result.get("status") != "ok":
+            return self._record(key, Measured(key, "timing_error", None, seconds=seconds), {})
+        raw = timed.result
+        ci = bootstrap_ratio_ci(raw["orig_ms"], raw["edit_ms"], n_resamples=2000)
+        extra = {
+            "orig_ms": summarize(raw["orig_ms"]).median,
+            "edit_ms": summarize(raw["edit_ms"]).median,
+            "batch": raw["batch"],
+        }
+        return self._record(key, Measured(key, "match", ci.ratio, ci.low, ci.high, seconds), extra)
+
+    def confirm(self, text: str, *, seeds: int = 5, rounds: int = 40) -> BenchResult:
+        """The full verified bench (fresh seeds 0..seeds-1, more rounds) for the chosen candidate."""
+        cubin = assemble_cuasm(text, source_name="<best candidate>")
+        result = run_bench(self.original, cubin, self.spec, seeds=seeds, rounds=rounds, runner=self.runner)
+        self._log({"kind": "confirm", "key": schedule_key(text), **bench_to_dict(result)})
+        return result
+
+    def _record(self, key: str, m: Measured, extra: dict[str, Any]) -> Measured:
+        self._log(
+            {
+                "kind": "screen",
+                "kernel": self.kernel_label,
+                "key": key,
+                "verdict": m.verdict,
+                "speedup": m.speedup,
+                "low": m.low,
+                "high": m.high,
+                "seconds": round(m.seconds, 4),
+                "time": time.time(),
+                **extra,
+            }
+        )
+        return m
+
+    def _log(self, record: dict[str, Any]) -> None:
+        if self.log_path is None:
+            return
+        # One line per write, appended: a crash loses at most the line being written.
+        with open(self.log_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=str) + "\n")

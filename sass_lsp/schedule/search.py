@@ -1,0 +1,162 @@
+"""Budgeted search over schedules: screen candidates with an injected measurement until the budget is spent.
+
+The measurement is a function ``measure(candidate_text) -> Measured`` (GPU time from
+:mod:`sass_lsp.gpu.measure` in ``optimize`` and the evaluation, or the static cost model in tests), so this
+module stays pure: it never imports the GPU code or torch. Strategies:
+
+- :func:`screen` — measure candidates from any iterator (the policy's rollouts, random legal moves, greedy
+  prefixes) in order, skipping duplicates, until the budget is spent;
+- :func:`annealing` — simulated annealing driven by the measurements themselves (the GPU-time baseline).
+
+Candidates are whole ``.cuasm`` texts: the original with the game's edits applied (:func:`apply_edits`)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+_ADDRESS = re.compile(r"/\*[0-9a-fA-F]+\*/")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str
+    source: str  # which strategy proposed it ("policy", "random", "greedy", "annealing")
+    moves: tuple[str, ...] = ()
+    predicted: float | None = None  # predicted speedup (cost model), when the proposer has one
+
+    @property
+    def key(self) -> str:
+        return schedule_key(self.text)
+
+
+@dataclass(frozen=True)
+class Measured:
+    key: str
+    verdict: str  # "match" (outputs identical, timed), "mismatch", "fault", "asm_error", ...
+    speedup: float | None  # median(original) / median(candidate); None when not timed
+    low: float | None = None  # CI of the speedup
+    high: float | None = None
+    seconds: float = 0.0  # budget it used (GPU seconds for GPU measurements)
+
+    @property
+    def accepted(self) -> bool:
+        """Outputs matched the original: only these may ever be suggested."""
+        return self.verdict == "match" and self.speedup is not None
+
+
+Measure = Callable[[str], Measured]
+
+
+@dataclass
+class Trial:
+    candidate: Candidate
+    result: Measured
+    spent: float  # budget spent when this trial finished
+
+
+@dataclass
+class SearchLog:
+    budget: float
+    trials: list[Trial] = field(default_factory=list)
+    spent: float = 0.0
+
+    @property
+    def left(self) -> float:
+        return self.budget - self.spent
+
+    def add(self, candidate: Candidate, result: Measured) -> Trial:
+        self.spent += result.seconds
+        trial = Trial(candidate, result, self.spent)
+        self.trials.append(trial)
+        return trial
+
+    def best(self) -> Trial | None:
+        ok = [t for t in self.trials if t.result.accepted]
+        return max(ok, key=lambda t: t.result.speedup or 0.0, default=None)
+
+
+def schedule_key(text: str) -> str:
+    """Identity of a schedule: a hash of its instruction lines (control field and text), not of comments."""
+    h = hashlib.sha256()
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            h.update(" ".join(_ADDRESS.sub(" ", stripped).split()).encode() + b"\n")
+    return h.hexdigest()[:16]
+
+
+def apply_edits(text: str, edits: Sequence[tuple[int, int, list[str]]]) -> str:
+    """``text`` with each (first_line, last_line, new_lines) edit applied (1-based, inclusive, disjoint)."""
+    lines = text.splitlines()
+    for first, last, new in sorted(edits, key=lambda e: e[0], reverse=True):
+        lines[first - 1 : last] = new
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def screen(
+    candidates: Iterable[Candidate],
+    measure: Measure,
+    budget: float,
+    *,
+    on_trial: Callable[[Trial], None] | None = None,
+    seen: set[str] | None = None,
+) -> SearchLog:
+    """Measure distinct candidates in order until the budget is spent (the last one may overrun it)."""
+    log = SearchLog(budget)
+    seen = set() if seen is None else seen
+    for cand in candidates:
+        if log.left <= 0:
+            break
+        if cand.key in seen:
+            continue
+        seen.add(cand.key)
+        trial = log.add(cand, measure(cand.text))
+        if on_trial is not None:
+            on_trial(trial)
+    return log
+
+
+def annealing(
+    propose: Callable[[str, random.Random], Candidate | None],
+    original: str,
+    measure: Measure,
+    budget: float,
+    rng: random.Random,
+    *,
+    temperature: float = 0.01,
+    cooling: float = 0.9,
+    on_trial: Callable[[Trial], None] | None = None,
+) -> SearchLog:
+    """Simulated annealing on measured speedup: ``propose(text, rng)`` returns a neighbour of ``text``.
+
+    A neighbour is accepted if it is faster than the current schedule, or with probability
+    exp(Δspeedup / T); T shrinks by ``cooling`` after every trial. Rejected outputs are never accepted.
+    """
+    log = SearchLog(budget)
+    current, current_speed = original, 1.0
+    t = temperature
+    misses = 0
+    while log.left > 0 and misses < 50:
+        cand = propose(current, rng)
+        if cand is None:
+            misses += 1
+            continue
+        trial = log.add(cand, measure(cand.text))
+        if on_trial is not None:
+            on_trial(trial)
+        res = trial.result
+        if res.accepted:
+            delta = (res.speedup or 0.0) - current_speed
+            if delta > 0 or rng.random() < math.exp(delta / max(t, 1e-9)):
+                current, current_speed = cand.text, res.speedup or 0.0
+        t *= cooling
+    return log
+
+
+def take(iterator: Iterator[Candidate], n: int) -> list[Candidate]:
+    return [c for _, c in zip(range(n), iterator, strict=False)]
