@@ -41,7 +41,12 @@ TOKEN_VOCAB = (512, 32, 16, 8, 8, 17, 10, 3)
 
 # Numeric columns (roughly unit scale).
 NUM_COLUMNS = (
-    "wait_sb0", "wait_sb1", "wait_sb2", "wait_sb3", "wait_sb4", "wait_sb5",  # wait mask bits
+    "wait_sb0",
+    "wait_sb1",
+    "wait_sb2",
+    "wait_sb3",
+    "wait_sb4",
+    "wait_sb5",  # wait mask bits
     "yield",
     "variable_latency",
     "n_dst_regs_div8",

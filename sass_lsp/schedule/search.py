@@ -160,3 +160,60 @@ def annealing(
 
 def take(iterator: Iterator[Candidate], n: int) -> list[Candidate]:
     return [c for _, c in zip(range(n), iterator, strict=False)]
+
+
+# ---------------------------------------------------------------- candidate proposers (cost model, no GPU)
+
+
+def game_candidate(game, text: str, source: str) -> Candidate:  # noqa: ANN001  (a ReorderGame)
+    """The game's current state as a candidate: ``text`` (the game's source) with its edits applied."""
+    edits = game.edits(text.splitlines())
+    moves = tuple(f"node {idx}: {a} -> {b}" for idx, a, b in game.moves)
+    return Candidate(apply_edits(text, edits), source, moves, game.cost_original / game.cost)
+
+
+def random_candidates(
+    text: str, arch: str, rng: random.Random, *, kernel: str | None = None, max_moves: int = 8
+):
+    """Endless random legal reorderings (1..max_moves moves from the original): the random baseline."""
+    from sass_lsp.schedule.baselines import random_legal
+    from sass_lsp.schedule.game import ReorderGame
+
+    game = ReorderGame.from_text(text, arch, kernel=kernel)
+    start = game.snapshot()
+    while True:
+        game.restore(start)
+        random_legal(game, rng.randint(1, max_moves), rng)
+        yield game_candidate(game, text, "random")
+
+
+def greedy_candidates(text: str, arch: str, *, kernel: str | None = None, max_steps: int = 32):
+    """Hill climbing on the cost model (best single move until none helps): its final schedule first, then
+    its shorter prefixes, best predicted first. The greedy list-scheduling baseline."""
+    from sass_lsp.schedule.baselines import greedy_cost
+    from sass_lsp.schedule.game import ReorderGame
+
+    game = ReorderGame.from_text(text, arch, kernel=kernel)
+    states = []
+    for _ in range(max_steps):
+        before = game.cost
+        greedy_cost(game, 1, candidates_per_step=256)
+        if game.cost >= before:
+            break
+        states.append(game_candidate(game, text, "greedy"))
+    yield from sorted(states, key=lambda c: -(c.predicted or 0.0))
+
+
+def neighbour(arch: str, kernel: str | None = None):
+    """``propose(text, rng)`` for :func:`annealing`: one random legal move away from ``text``."""
+    from sass_lsp.schedule.game import ReorderGame
+
+    def propose(text: str, rng: random.Random) -> Candidate | None:
+        game = ReorderGame.from_text(text, arch, kernel=kernel)
+        n = len(game.candidates())
+        if not n:
+            return None
+        game.apply(rng.randrange(n))
+        return game_candidate(game, text, "annealing")
+
+    return propose

@@ -1,0 +1,678 @@
+"""Feature: reorder dependences. Which instructions of a basic block may trade places, and which never move.
+
+API
+---
+``BlockDeps`` (frozen)
+    ``block``: block index in the Kernel; ``start``/``end``: its node index range.
+    ``edges``: ``(i, j) -> EDGE_* bits`` (:mod:`sass_lsp.schedule.observation`); i before j in the kernel the
+    deps were built from; j must stay after i. Not transitively closed (a chain is enough: see below).
+    ``fixed``: nodes that are never moved themselves. Other instructions may still cross a fixed node where no
+    edge forbids it (its index then shifts by one, as in a text edit).
+    ``glued``: nodes nothing may be inserted directly before (placeholder runs and what pins them).
+    ``barriers``: fixed nodes nothing crosses (the block's last instruction, DEPBAR, CALL, ...).
+    ``preds(j)`` / ``succs(i)``: the direct edge neighbours.
+``block_deps(k, block, sem) -> BlockDeps``
+    Cached per Kernel object (treat kernels as immutable).
+``legal_targets(order, pos, deps) -> range``
+    Positions p (including pos) that ``order[pos]`` may move to, with ``move`` semantics;
+    ``range(pos, pos + 1)`` for a fixed node. Moving and then moving back restores the order.
+``move(order, pos, to) -> list[int]``
+    ``order[pos]`` ends at index ``to``; the ones between shift by one, as in a text edit.
+
+Why a chain is enough: every legal move keeps every edge's direction, so for a path i -> m -> j the node m
+always sits between i and j, and moving j above i must cross m, whose direct edge forbids it.
+
+The model (conservative: a wrong move corrupts a kernel, a missed one only costs speed)
+- Registers: RAW/WAR/WAW over ``Effects.use_units``/``def_units`` (GPR spans, predicates, uniform
+  registers and predicates, guards); complementary guards still count.
+- Memory: loads may pass loads; a store or atomic orders against every access of a space that may alias.
+  Spaces: global, shared, local; generic (LD/ST/ATOM/RED) and unknown aliases all. LDGSTS reads global and
+  writes shared, HGMMA reads shared. Fences (BAR, MEMBAR, FENCE, ERRBAR, CCTL, LDGDEPBAR, SYNCS, TMA/bulk
+  copies, HGMMA) order against every memory access and each other, and never move.
+- Full barriers (nothing crosses them, they never move): the block's last instruction (branch, exit or the
+  fall-through instruction: successors then see the same scoreboards drained), DEPBAR, WARPGROUP.*, CALL,
+  convergence and warp-state instructions (BSSY, BSYNC, WARPSYNC, BMOV, ...), clock, performance-counter and
+  PC reads (LEPC), instructions with a label operand (their encoding may depend on their address), and
+  anything the semantics table does not know.
+- Scoreboards: a variable-latency result without a W scoreboard is completed only by a younger op of its
+  queue (hazards "in-order sharing"), so it keeps its order against its queue, and its readers stay after
+  the younger ops that complete it. Producers on a scoreboard that some ``DEPBAR.LE SBn, k>0`` counts keep
+  their order.
+- HGMMA registers (every GPR any HGMMA of the kernel touches) never cross an HGMMA.
+- ``@!PT LDS RZ, [RZ]`` placeholders (SASS009), the instruction before a run of them and the one after never
+  move, and nothing is inserted among them. Likewise the instructions a fall-through predecessor's ``.reuse``
+  reaches into this block.
+- Distances: a fixed-latency RAW longer than one stall field (15 cycles), or such a distance to a
+  successor block, keeps enough instructions in between (anchor edges) for the repair to meet it; readers of
+  results still in flight at block entry stay behind enough instructions for the same reason.
+- Registers the semantics scanner misses in the text (``|R4|.reuse``) count as reads (``text_registers``).
+
+Shared with :mod:`.repair` (not for other callers): ``kernel_context`` (per-kernel cache: the checker's entry
+states and thresholds, ``NodeFacts`` per node, ``BlockFacts`` per block with the distance constraints the
+repair must meet: checker latency rows, BAR.SYNC -> shared, and, because the checker does not model them,
+ptxas's distance capped at the producer's latency between two writes of a register after a fixed-latency
+one, and capped at ``LATE_READ_CAP`` between a late read without R scoreboard and the next write),
+``entry_bounds``, ``exit_bounds``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sass_lsp.analysis.hazards import Checker, Event, State
+from sass_lsp.analysis.program import Kernel, Node
+from sass_lsp.isa.semantics import UNIT_BASE, ZERO_INDEX, Semantics, unit_kind
+from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDGE_WAR, EDGE_WAW
+
+MAX_STALL = 15  # 4-bit stall field
+# A source of a variable-latency or memory op without R scoreboard may be read after issue: its next writer
+# keeps min(ptxas's distance, this many cycles) (no table of operand read times yet).
+LATE_READ_CAP = 15
+
+_G, _S, _L = 1, 2, 4
+_ALL = _G | _S | _L
+# (read spaces, written spaces) per memory opcode; other memory ops alias everything.
+_MEM = {
+    "LDG": (_G, 0),
+    "STG": (0, _G),
+    "ATOMG": (_G, _G),
+    "REDG": (_G, _G),
+    "LDS": (_S, 0),
+    "LDSM": (_S, 0),
+    "STS": (0, _S),
+    "STSM": (0, _S),
+    "ATOMS": (_S, _S),
+    "LDL": (_L, 0),
+    "STL": (0, _L),
+    "LD": (_ALL, 0),
+    "ST": (0, _ALL),
+    "ATOM": (_ALL, _ALL),
+    "RED": (_ALL, _ALL),
+    "LDGSTS": (_G, _S),
+}
+_FENCES = frozenset(
+    {"BAR", "LDGDEPBAR", "MEMBAR", "FENCE", "ERRBAR", "CGAERRBAR", "CCTL", "SYNCS", "ACQBULK"}
+    | {"UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UTMACCTL", "UTMACMDFLUSH", "UBLKCP", "UBLKPF", "UBLKRED"}
+)
+_BARRIERS = frozenset(
+    {"DEPBAR", "WARPGROUP", "WARPGROUPSET", "CALL", "RET", "EXIT", "BRA", "BRX", "JMP", "JMX"}
+    | {"BSSY", "BSYNC", "WARPSYNC", "BMOV", "B2R", "BREAK", "KILL", "NANOSLEEP", "YIELD", "PREEXIT", "BPT"}
+    | {"USETMAXREG", "UCGABAR_ARV", "UCGABAR_WAIT", "ENDCOLLECTIVE", "LEPC", "?"}
+)
+# Time and position dependent reads (clocks, counters, the PC) and label operands (pc-relative encodings).
+_POSITIONAL = re.compile(r"\bSR_(CLOCK|GLOBALTIMER|PM|VIRTUALPC)|`\(")
+_REG_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(UR|UP|R|P)(\d+)\|?((?:\.[A-Za-z0-9_]+)*)")
+_HEAD = re.compile(r"\s*(?:@!?U?P[0-9T]\s+)?[A-Z][A-Z0-9_.]*")
+
+
+# ---------------------------------------------------------------- public API
+
+
+@dataclass(frozen=True)
+class BlockDeps:
+    block: int
+    start: int
+    end: int
+    edges: dict[tuple[int, int], int]
+    fixed: frozenset[int]
+    glued: frozenset[int] = frozenset()
+    barriers: frozenset[int] = frozenset()  # fixed nodes nothing crosses (incl. the block's last instruction)
+    _preds: dict[int, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
+    _succs: dict[int, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        preds: dict[int, set[int]] = {}
+        succs: dict[int, set[int]] = {}
+        for i, j in self.edges:
+            preds.setdefault(j, set()).add(i)
+            succs.setdefault(i, set()).add(j)
+        self._preds.update((j, frozenset(s)) for j, s in preds.items())
+        self._succs.update((i, frozenset(s)) for i, s in succs.items())
+
+    def preds(self, j: int) -> frozenset[int]:
+        return self._preds.get(j, frozenset())
+
+    def succs(self, i: int) -> frozenset[int]:
+        return self._succs.get(i, frozenset())
+
+
+def block_deps(k: Kernel, block: int, sem: Semantics) -> BlockDeps:
+    ctx = kernel_context(k, sem)
+    hit = ctx.deps.get(block)
+    if hit is None:
+        hit = ctx.deps[block] = _build_deps(ctx, block)
+    return hit
+
+
+def legal_targets(order: Sequence[int], pos: int, deps: BlockDeps) -> range:
+    x = order[pos]
+    if x in deps.fixed:
+        return range(pos, pos + 1)
+    preds, succs, glued = deps.preds(x), deps.succs(x), deps.glued
+    lo = pos
+    while lo > 0:  # landing at lo - 1 puts x directly before order[lo - 1]
+        y = order[lo - 1]
+        if y in preds or y in glued:
+            break
+        lo -= 1
+    hi, n = pos, len(order)
+    while hi + 1 < n:  # landing at hi + 1 puts x directly before order[hi + 2]
+        if order[hi + 1] in succs or (hi + 2 < n and order[hi + 2] in glued):
+            break
+        hi += 1
+    return range(lo, hi + 1)
+
+
+def move(order: Sequence[int], pos: int, to: int) -> list[int]:
+    out = list(order)
+    out.insert(to, out.pop(pos))
+    return out
+
+
+# ---------------------------------------------------------------- shared facts (also used by repair)
+
+
+@dataclass(slots=True)
+class NodeFacts:
+    """What the dependence model and the repair need of one instruction, precomputed once."""
+
+    idx: int
+    opcode: str
+    pipe: str
+    queue: str  # the checker's queue name ('#idx' when none: never completed by another op)
+    uses: frozenset[int]  # empty for @!PT (the checker ignores them)
+    defs: frozenset[int]
+    touch: frozenset[int]  # uses | defs
+    late: frozenset[int]  # GPR and uniform sources: what an R scoreboard protects (UR too: SYNCS reads late)
+    reads: tuple[tuple[int, str], ...]  # (unit, latency operand kind) as the checker looks rows up
+    dst_pipe: dict[int, str]  # fixed-latency result units -> producer pipe row name ('_hi' halves)
+    guard: int | None
+    neg: bool
+    variable: bool
+    never: bool
+    gmma: bool
+    shared: bool
+    bar_sync: bool
+    mem: tuple[int, int] | None  # (read spaces, written spaces)
+    wsb: int | None
+    rsb: int | None
+    events: tuple[Event, ...]  # pending events the instruction adds (hazards.Checker semantics)
+    depbar: tuple[int, int] | None  # (scoreboard mask, keep) of DEPBAR
+    stall: int
+    yield_flag: bool
+    wait: int
+
+    @property
+    def event(self) -> bool:
+        return bool(self.events)
+
+
+@dataclass(slots=True)
+class BlockFacts:
+    block: int
+    start: int
+    end: int
+    info: dict[int, NodeFacts]
+    dist: dict[int, tuple[tuple[int, int], ...]]  # j -> ((i, cycles), ...): issue(j) >= issue(i) + cycles
+    orig_t: dict[int, int]  # ptxas issue cycle relative to the block start
+    orig_len: int  # sum of the block's stalls
+
+
+class KernelContext:
+    """Per-kernel data shared by deps and repair: the checker's entry states and its thresholds."""
+
+    def __init__(self, k: Kernel, sem: Semantics) -> None:
+        self._kernel = weakref.ref(k)  # the module cache must not keep kernels alive
+        self.sem = sem
+        checker = Checker(k, sem)
+        checker.run()
+        self.entry: list[State] = checker.entry if k.nodes else []
+        self.maxlat: dict[str, int] = checker.maxlat
+        self.bar_gap: int = checker.bar_gap
+        self.max_noyield = sem.param("max_stall_without_yield")
+        self.s00 = frozenset(sem.data.get("params", {}).get("s00_opcodes", {}).get("value", ()))
+        self.nodes = [_node_facts(nd) for nd in k.nodes]
+        self.gmma_units = frozenset(u for f in self.nodes if f.gmma for u in f.touch if u < 256)
+        self.keep_sbs = 0  # scoreboards some DEPBAR.LE counts with k > 0
+        for f in self.nodes:
+            if f.depbar and f.depbar[1]:
+                self.keep_sbs |= f.depbar[0]
+        self.facts: dict[int, BlockFacts] = {}
+        self.deps: dict[int, BlockDeps] = {}
+        self.plans: dict = {}  # repair's per-(block, entry) plans
+
+    @property
+    def k(self) -> Kernel:
+        k = self._kernel()
+        if k is None:
+            raise ReferenceError("kernel of this schedule context was freed")
+        return k
+
+    def block_facts(self, block: int) -> BlockFacts:
+        hit = self.facts.get(block)
+        if hit is None:
+            hit = self.facts[block] = _block_facts(self, block)
+        return hit
+
+
+_CONTEXTS: dict[int, tuple[weakref.ref, KernelContext]] = {}
+
+
+def kernel_context(k: Kernel, sem: Semantics) -> KernelContext:
+    key = id(k)
+    hit = _CONTEXTS.get(key)
+    if hit is not None and hit[0]() is k and hit[1].sem is sem:
+        return hit[1]
+    ctx = KernelContext(k, sem)
+    _CONTEXTS[key] = (weakref.ref(k, lambda _ref, key=key: _CONTEXTS.pop(key, None)), ctx)
+    return ctx
+
+
+def complementary(producer: NodeFacts | Event, consumer: NodeFacts) -> bool:
+    """Same guard, opposite sense: never both execute (as the checker treats it)."""
+    neg = producer.neg if isinstance(producer, NodeFacts) else producer.guard_neg
+    return producer.guard is not None and consumer.guard == producer.guard and consumer.neg != neg
+
+
+def entry_bounds(ctx: KernelContext, facts: BlockFacts, entry: State) -> dict[int, int]:
+    """Earliest issue cycle (block start = 0) of readers of fixed-latency results still in flight at entry
+    (and of shared accesses after a recent BAR.SYNC)."""
+    out: dict[int, int] = {}
+    written: set[int] = set()
+    bar_seen = False
+    fixed = entry.fixed or {}
+    for j in range(facts.start, facts.end):
+        f = facts.info[j]
+        if f.never:
+            continue
+        lb = 0
+        for u, kind in f.reads if fixed else ():
+            hit = fixed.get(u) if u not in written else None
+            if hit is None:
+                continue
+            pidx, cyc, pipe = hit
+            if complementary(ctx.nodes[pidx], f) or -cyc >= ctx.maxlat.get(pipe, 0):
+                continue
+            row = ctx.sem.latency(pipe, f.pipe, kind)
+            if row is not None:
+                lb = max(lb, cyc + row.cycles)
+        if f.shared and not bar_seen and entry.bar is not None and ctx.bar_gap:
+            lb = max(lb, entry.bar[1] + ctx.bar_gap)
+        if lb > 0:
+            out[j] = lb
+        written |= f.defs
+        bar_seen = bar_seen or f.bar_sync
+    return out
+
+
+def exit_bounds(ctx: KernelContext, facts: BlockFacts, entry: State) -> tuple[dict[int, int], int]:
+    """What successors rely on: ``({i: cycles}, c0)`` = the block end must be at least ``cycles`` after node i
+    and at least ``c0`` after the block start, so every fixed-latency result (and BAR.SYNC) in flight at the
+    exit has had at least as long as in the ptxas order, or its whole latency."""
+    last_writer: dict[int, int] = {}
+    bars = []
+    for j in range(facts.start, facts.end):
+        f = facts.info[j]
+        for u in f.defs:
+            last_writer[u] = j
+        if f.bar_sync:
+            bars.append(j)
+    n = facts.orig_len
+    cons: dict[int, int] = {}
+    for u, p in last_writer.items():
+        pipe = facts.info[p].dst_pipe.get(u)
+        if pipe is not None:
+            c = min(n - facts.orig_t[p], ctx.maxlat.get(pipe, 0))
+            if c > cons.get(p, 0):
+                cons[p] = c
+    c0 = 0
+    for u, (_p, cyc, pipe) in (entry.fixed or {}).items():
+        if u not in last_writer:
+            c0 = max(c0, min(n, ctx.maxlat.get(pipe, 0) + cyc))
+    if bars:
+        b = bars[-1]
+        cons[b] = max(cons.get(b, 0), min(n - facts.orig_t[b], ctx.bar_gap))
+    elif entry.bar is not None:
+        c0 = max(c0, min(n, ctx.bar_gap + entry.bar[1]))
+    return cons, c0
+
+
+# ---------------------------------------------------------------- internals
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def text_registers(text: str) -> tuple[frozenset[int], frozenset[int]]:
+    """(every register unit the operand text names, the units marked ``.reuse``), read from the text alone:
+    a safety net for operand forms the semantics scanner misses (``|R4|.reuse``)."""
+    body = text.split("//", 1)[0].split("(*", 1)[0]
+    head = _HEAD.match(body)
+    named: set[int] = set()
+    reused: set[int] = set()
+    for m in _REG_TOKEN.finditer(body, head.end() if head else 0):
+        kind, n, suffix = m.group(1), int(m.group(2)), m.group(3)
+        if n == ZERO_INDEX[kind]:
+            continue
+        width = 4 if ".128" in suffix else 2 if ".64" in suffix else 1
+        units = {UNIT_BASE[kind] + n + w for w in range(width) if n + w < ZERO_INDEX[kind]}
+        named |= units
+        if ".reuse" in suffix:
+            reused |= units
+    return frozenset(named), frozenset(reused)
+
+
+def _node_facts(nd: Node) -> NodeFacts:
+    eff, c = nd.eff, nd.ctrl
+    never = eff.never
+    gmma = "gmma" in eff.flags
+    uses = frozenset() if never else eff.use_units
+    defs = frozenset() if never else eff.def_units
+    # Registers the scanner missed count as reads: ordered, waited on and spaced like any source.
+    missed = frozenset() if never else text_registers(nd.text)[0] - uses - defs
+    uses |= missed
+    late = frozenset(u for u in uses if u < 256 or 300 <= u < 400)
+    reads: list[tuple[int, str]] = [(u, unit_kind(u)) for u in sorted(missed)]
+    for op in () if never else eff.srcs:
+        okind = op.role
+        for n, u in enumerate(op.units):
+            if op.hi and n >= op.hi:
+                okind = "hi"
+            if okind == "guard":
+                kind = "guard"
+            elif okind == "addr" and u < 256:
+                kind = "addr"
+            elif okind == "hi":
+                kind = "reg_hi"
+            else:
+                kind = unit_kind(u)
+            reads.append((u, kind))
+    queue = eff.queue or f"#{nd.idx}"
+    events: list[Event] = []
+    is_event = not never and not gmma and (eff.variable or c.write_sb is not None or c.read_sb is not None)
+    dst_pipe: dict[int, str] = {}
+    if is_event:
+        if eff.variable or c.write_sb is not None:
+            wsb = -1 if c.write_sb is None else c.write_sb
+            if wsb >= 0 or defs:
+                events.append(Event(nd.idx, wsb, "W", queue, defs, eff.guard, eff.guard_neg))
+        if c.read_sb is not None:
+            events.append(Event(nd.idx, c.read_sb, "R", queue, late, eff.guard, eff.guard_neg))
+    elif not never and not gmma:
+        for op in eff.dsts:
+            for n, u in enumerate(op.units):
+                dst_pipe[u] = eff.pipe + "_hi" if op.hi and n >= op.hi else eff.pipe
+    mem = _MEM.get(eff.opcode)
+    if mem is None and eff.flags & {"load", "store"}:
+        mem = (_ALL, _ALL)
+    if gmma:
+        mem = (_S, 0)
+    depbar = None
+    if "depbar" in eff.flags and eff.sb_set:
+        keep = eff.imm[0] if eff.imm and "LE" in eff.modifiers else 0
+        depbar = (eff.sb_set, keep)
+    return NodeFacts(
+        nd.idx,
+        eff.opcode,
+        eff.pipe,
+        queue,
+        uses,
+        defs,
+        uses | defs,
+        late,
+        tuple(reads),
+        dst_pipe,
+        eff.guard,
+        eff.guard_neg,
+        eff.variable,
+        never,
+        gmma,
+        "shared" in eff.flags and not never,
+        "bar_sync" in eff.flags and not never,
+        None if never else mem,
+        c.write_sb,
+        c.read_sb,
+        tuple(events),
+        depbar,
+        c.stall,
+        c.yield_flag,
+        c.wait_mask,
+    )
+
+
+def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
+    b = ctx.k.blocks[block]
+    info = {j: ctx.nodes[j] for j in range(b.start, b.end)}
+    orig_t: dict[int, int] = {}
+    t = 0
+    for j in range(b.start, b.end):
+        orig_t[j] = t
+        t += info[j].stall
+    last_w: dict[int, int] = {}
+    late_readers: dict[int, list[int]] = {}  # unit -> variable-latency readers without R scoreboard
+    last_bar = None
+    dist: dict[int, tuple[tuple[int, int], ...]] = {}
+    for j in range(b.start, b.end):
+        f = info[j]
+        if f.never:
+            continue
+        cons: dict[int, int] = {}
+
+        def need(i: int, cycles: int, cons: dict[int, int] = cons) -> None:
+            if cycles > cons.get(i, 0):
+                cons[i] = cycles
+
+        for u, kind in f.reads:
+            p = last_w.get(u)
+            pipe = info[p].dst_pipe.get(u) if p is not None else None
+            if pipe is not None and not complementary(info[p], f):
+                row = ctx.sem.latency(pipe, f.pipe, kind)
+                if row is not None:
+                    need(p, row.cycles)
+        if f.shared and last_bar is not None and ctx.bar_gap:
+            need(last_bar, ctx.bar_gap)
+        for u in f.defs:
+            p = last_w.get(u)
+            pipe = info[p].dst_pipe.get(u) if p is not None else None
+            if pipe is not None:  # the older fixed-latency write must land first: keep ptxas's distance
+                need(p, min(orig_t[j] - orig_t[p], ctx.maxlat.get(pipe, 0)))
+            for r in late_readers.pop(u, ()):  # the late read must happen first: keep ptxas's distance
+                need(r, min(orig_t[j] - orig_t[r], LATE_READ_CAP))
+        if (f.variable or f.mem is not None) and f.rsb is None and not f.gmma:
+            for u in f.late:
+                late_readers.setdefault(u, []).append(j)
+        for u in f.defs:
+            last_w[u] = j
+        if f.bar_sync:
+            last_bar = j
+        if cons:
+            dist[j] = tuple(cons.items())
+    return BlockFacts(block, b.start, b.end, info, dist, orig_t, t)
+
+
+class _Edges:
+    def __init__(self) -> None:
+        self.bits: dict[tuple[int, int], int] = {}
+
+    def add(self, i: int, j: int, bit: int) -> None:
+        if i != j:
+            key = (i, j) if i < j else (j, i)
+            self.bits[key] = self.bits.get(key, 0) | bit
+
+
+def _is_barrier(f: NodeFacts, nd: Node) -> bool:
+    return f.opcode in _BARRIERS or f.pipe == "unknown" or bool(_POSITIONAL.search(nd.text))
+
+
+def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
+    k = ctx.k
+    b = k.blocks[block]
+    facts = ctx.block_facts(block)
+    info = facts.info
+    idxs = range(b.start, b.end)
+    edges = _Edges()
+    fixed: set[int] = set()
+    glued: set[int] = set()
+    barriers: set[int] = set()
+    if not idxs:
+        return BlockDeps(block, b.start, b.end, {}, frozenset())
+    _register_edges(facts, edges)
+    _memory_edges(facts, edges, fixed)
+    last = b.end - 1
+    fixed.add(last)
+    barriers.add(last)
+    for j in idxs:
+        f = info[j]
+        if j != last:
+            edges.add(j, last, EDGE_ORDER)
+        if f.never or f.gmma or f.opcode == "NOP" or f.depbar:
+            fixed.add(j)
+        if _is_barrier(f, k.nodes[j]):
+            fixed.add(j)
+            barriers.add(j)
+            for i in idxs:
+                edges.add(i, j, EDGE_ORDER)
+    _scoreboard_edges(ctx, facts, edges)
+    _gmma_edges(ctx, facts, edges)
+    _placeholders(k, b, facts, fixed, glued)
+    _reuse_window(k, b, facts, fixed, glued)
+    _anchor_edges(ctx, block, facts, edges)
+    return BlockDeps(
+        block, b.start, b.end, edges.bits, frozenset(fixed), frozenset(glued), frozenset(barriers)
+    )
+
+
+def _register_edges(facts: BlockFacts, edges: _Edges) -> None:
+    """RAW/WAR/WAW as chains: a read depends on the last write; a write on the last write and the reads
+    since."""
+    last_def: dict[int, int] = {}
+    readers: dict[int, list[int]] = {}
+    for j in range(facts.start, facts.end):
+        f = facts.info[j]
+        for u in f.uses:
+            p = last_def.get(u)
+            if p is not None:
+                edges.add(p, j, EDGE_RAW)
+        for u in f.defs:
+            p = last_def.get(u)
+            if p is not None:
+                edges.add(p, j, EDGE_WAW)
+            for r in readers.pop(u, ()):
+                edges.add(r, j, EDGE_WAR)
+            last_def[u] = j
+        for u in f.uses - f.defs:
+            readers.setdefault(u, []).append(j)
+
+
+def _memory_edges(facts: BlockFacts, edges: _Edges, fixed: set[int]) -> None:
+    ops: list[tuple[int, int, int, bool]] = []  # (node, read spaces, written spaces, fence)
+    for j in range(facts.start, facts.end):
+        f = facts.info[j]
+        fence = f.opcode in _FENCES or f.gmma
+        if fence:
+            fixed.add(j)
+        if f.mem is not None or fence:
+            r, w = f.mem or (0, 0)
+            for i, ri, wi, fi in ops:
+                if fence or fi or wi & (r | w) or ri & w:
+                    edges.add(i, j, EDGE_MEMORY)
+            ops.append((j, r, w, fence))
+
+
+def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> None:
+    info = facts.info
+    idxs = range(facts.start, facts.end)
+    producers = [j for j in idxs if info[j].event]
+    # Results without a W scoreboard (in-block or pending at entry) complete only with a younger op of their
+    # queue: they keep their order against that queue, and their readers stay after the younger ops.
+    entry = ctx.entry[facts.block] if ctx.entry else None
+    before = facts.start - 1  # where an event pending at entry sits in this block's order
+    sbless = [(before, e.queue, e.units) for e in (entry.events if entry else ()) if e.sb < 0]
+    sbless += [(e.idx, e.queue, e.units) for j in producers for e in info[j].events if e.sb < 0]
+    for a, queue, units in sbless:
+        same = [j for j in producers if info[j].queue == queue and j > a]
+        for j in same if a > before else ():
+            edges.add(a, j, EDGE_ORDER)
+        for c in idxs:
+            if c > a and info[c].touch & units:
+                for j in same:
+                    if j < c:
+                        edges.add(j, c, EDGE_ORDER)
+    # DEPBAR.LE SBn, k > 0 (here or in a successor) counts the youngest k: keep their order.
+    for sb in range(6):
+        if ctx.keep_sbs >> sb & 1:
+            chain = [j for j in producers if sb in (info[j].wsb, info[j].rsb)]
+            for i, j in zip(chain, chain[1:], strict=False):
+                edges.add(i, j, EDGE_ORDER)
+
+
+def _gmma_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> None:
+    """HGMMA reads and writes its registers asynchronously: nothing touching them crosses an HGMMA."""
+    info = facts.info
+    idxs = range(facts.start, facts.end)
+    gmmas = [j for j in idxs if info[j].gmma]
+    if not gmmas:
+        return
+    for j in idxs:
+        if not info[j].gmma and info[j].touch & ctx.gmma_units:
+            for g in gmmas:
+                edges.add(g, j, EDGE_ORDER)
+
+
+def _placeholders(k: Kernel, b, facts: BlockFacts, fixed: set[int], glued: set[int]) -> None:  # noqa: ANN001
+    """Runs of ``@!PT LDS RZ, [RZ]``: the run, the instruction before and the one after stay as they are."""
+    info = facts.info
+    for j in range(b.start, b.end):
+        f = info[j]
+        if not (f.never and f.opcode == "LDS"):
+            continue
+        fixed.add(j)
+        glued.add(j)
+        if j > b.start:
+            fixed.add(j - 1)
+        if j + 1 < b.end:
+            fixed.add(j + 1)
+            glued.add(j + 1)
+
+
+def _reuse_window(k: Kernel, b, facts: BlockFacts, fixed: set[int], glued: set[int]) -> None:  # noqa: ANN001
+    """A fall-through predecessor's last ``.reuse`` reaches into this block: keep that prefix as it is."""
+    if b.start == 0 or b.start >= b.end:
+        return
+    prev = k.nodes[b.start - 1]
+    for op in prev.eff.srcs:
+        if not op.reuse:
+            continue
+        units = set(op.units)
+        for j in range(b.start, b.end):
+            fixed.add(j)
+            glued.add(j)
+            if facts.info[j].touch & units:
+                break
+
+
+def _anchor_edges(ctx: KernelContext, block: int, facts: BlockFacts, edges: _Edges) -> None:
+    """Distances one stall field cannot hold keep ptxas's instructions in between as spacers."""
+    start, end = facts.start, facts.end
+
+    def spacers(cycles: int) -> int:
+        return math.ceil(cycles / MAX_STALL) - 1
+
+    for j, cons in facts.dist.items():
+        for i, c in cons:
+            for a in range(j - 1, max(i, j - 1 - spacers(c)), -1):
+                edges.add(i, a, EDGE_ORDER)
+                edges.add(a, j, EDGE_ORDER)
+    if not ctx.entry:
+        return
+    entry = ctx.entry[block]
+    for j, lb in entry_bounds(ctx, facts, entry).items():
+        for a in range(start, min(j, start + spacers(lb) + 1)):
+            edges.add(a, j, EDGE_ORDER)
+    cons, _c0 = exit_bounds(ctx, facts, entry)
+    for i, c in cons.items():  # the pinned last instruction is one spacer already
+        for a in range(end - 2, max(i, end - 1 - spacers(c)), -1):
+            edges.add(i, a, EDGE_ORDER)

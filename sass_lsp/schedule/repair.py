@@ -1,0 +1,449 @@
+"""Feature: control-code repair. New control codes for a reordered basic block, a reordered Kernel, and the
+text edit that writes a new order into a ``.cuasm`` document.
+
+API
+---
+``repair_block(k, sem, block, order, entry=None) -> list[Ctrl]``
+    Control codes for ``order`` (node indices of the original kernel ``k``; a permutation of the block's
+    nodes reachable by legal moves, see :mod:`.deps`), aligned with ``order``. ``entry``: the hazards
+    ``State`` at block entry (``Checker(k, sem).run()``; ``checker.entry[block]``); computed (once per
+    kernel) when None. Raises :class:`RepairError` only for orders the dependence model forbids.
+``reordered_kernel(k, sem, orders, repair=True) -> Kernel``
+    A new Kernel with the blocks in ``orders`` ({block: order}) permuted and repaired; ``Node.idx``
+    renumbered, ``Node.line`` and columns kept from the original node; blocks and CFG identical.
+``block_edit(lines, k, block, order, ctrls) -> (first_line, last_line, new_lines)``
+    Replacement for the 1-based inclusive line range of the block's instructions: slot i gets instruction
+    ``order[i]`` with control field ``ctrls[i]``; comments and blank lines in the range stay; each slot keeps
+    its ``/*addr*/`` comment; an instruction's trailing comment (``// hidden 0x...``) travels with it.
+``ctrl_text(c) -> str``                   ``B------:R-:W2:Y:S04`` (the text inside the brackets).
+``repaired_texts(k, block, order, ctrls) -> list[str]``
+    The instruction texts ``block_edit`` and ``reordered_kernel`` write (``.reuse`` dropped where unsafe).
+
+What a repair keeps and recomputes (safe against :mod:`sass_lsp.analysis.hazards` by construction)
+- W/R scoreboards and the yield flag travel with their instruction (producers sharing a scoreboard is
+  always safe: a wait drains them all). Yield is forced on for stalls above ``max_stall_without_yield``.
+- Wait masks: scoreboard events are simulated through the new order from the block's entry state with the
+  checker's semantics; an instruction waits on SB k when it reads a result (RAW), overwrites a late-read
+  source (WAR) or a pending result (WAW) of a producer on k, also where the checker trusts in-order memory
+  queues (ptxas waits there too); for a result without a scoreboard, on the younger same-queue producer
+  that completes it. Fixed nodes (branches, barriers, DEPBAR, ...) keep their ptxas waits, and at full
+  barriers and the block's last instruction waits are added until no event is pending that was not
+  pending there in the ptxas order: DEPBAR counts and successor blocks see the same (or fewer) events.
+  Late reads cover uniform registers too (ptxas waits on SYNCS's R scoreboard before rewriting its UR).
+- Stalls: issue cycles are placed as early as the constraints allow: fixed-latency RAW (the checker's
+  latency rows), BAR.SYNC -> shared (``bar_sync_to_shared``), ptxas's distance (capped) between an older
+  fixed-latency write and a newer write of a register and between a late read without R scoreboard and the
+  next write, results in flight at entry, and at the exit everything in flight has had at least as long as
+  in the ptxas order (or its whole latency). Each instruction also keeps a minimum gap after it: its ptxas
+  stall where no latency explains it (issue rate, ptxas choices), else 1 (0 only where ptxas put S00). So
+  repairing the ptxas order reproduces ptxas's stalls.
+- ``.reuse``: kept on an instruction only if the instructions after it, up to the first that reads or
+  writes the reused register, are the same as in the ptxas order (and it has no Y); otherwise the text drops
+  every ``.reuse`` of it. This is stricter than "its previous instruction changed" and covers both readings
+  of the reuse cache (value kept for the next reader of the slot; stale after a rewrite).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sass_lsp.analysis.hazards import Event, State
+from sass_lsp.analysis.program import Block, Ctrl, Kernel, Node
+from sass_lsp.isa.semantics import Semantics
+from sass_lsp.schedule.deps import (
+    MAX_STALL,
+    BlockFacts,
+    KernelContext,
+    NodeFacts,
+    block_deps,
+    entry_bounds,
+    exit_bounds,
+    kernel_context,
+    text_registers,
+)
+
+_REUSE = re.compile(r"\.reuse\b")
+_ADDR = re.compile(r"\s*/\*[^*]*\*/")
+
+
+_CTRLS: dict[tuple, Ctrl] = {}  # Ctrl is immutable: share them (cheaper than building 300 per repair)
+
+
+class RepairError(ValueError):
+    """The order breaks a constraint the dependence model exists to keep (not a legal-move order)."""
+
+
+# ---------------------------------------------------------------- public API
+
+
+def ctrl_text(c: Ctrl) -> str:
+    wait = "".join(str(i) if c.wait_mask >> i & 1 else "-" for i in range(6))
+    rsb = "-" if c.read_sb is None else c.read_sb
+    wsb = "-" if c.write_sb is None else c.write_sb
+    return f"B{wait}:R{rsb}:W{wsb}:{'Y' if c.yield_flag else '-'}:S{c.stall:02d}"
+
+
+def repair_block(
+    k: Kernel, sem: Semantics, block: int, order: Sequence[int], entry: State | None = None
+) -> list[Ctrl]:
+    ctx = kernel_context(k, sem)
+    if not order:
+        return []
+    plan = _plan(ctx, block, ctx.entry[block] if entry is None else entry)
+    waits = _waits(plan, order)
+    stalls = _stalls(plan, order)
+    info = plan.facts.info
+    limit = MAX_STALL if ctx.max_noyield is None else ctx.max_noyield
+    out = []
+    for x, wait, stall in zip(order, waits, stalls, strict=True):
+        f = info[x]
+        key = (wait, f.rsb, f.wsb, f.yield_flag or stall > limit, stall)
+        c = _CTRLS.get(key)
+        if c is None:
+            c = _CTRLS[key] = Ctrl(*key)
+        out.append(c)
+    return out
+
+
+def reordered_kernel(
+    k: Kernel, sem: Semantics, orders: Mapping[int, Sequence[int]], repair: bool = True
+) -> Kernel:
+    nodes = list(k.nodes)
+    new_idx = list(range(len(nodes)))
+    for block, order in orders.items():
+        b = k.blocks[block]
+        if sorted(order) != list(range(b.start, b.end)):
+            raise ValueError(f"order for block {block} is not a permutation of nodes {b.start}..{b.end - 1}")
+        if repair:
+            ctrls = repair_block(k, sem, block, order)
+            texts = repaired_texts(k, block, order, ctrls)
+        else:
+            ctrls = [k.nodes[x].ctrl for x in order]
+            texts = [k.nodes[x].text for x in order]
+        for p, (x, ctrl, text) in enumerate(zip(order, ctrls, texts, strict=True)):
+            old = k.nodes[x]
+            eff = old.eff if text == old.text else sem.effects(text)
+            idx = b.start + p
+            end_col = old.text_col + len(text.rstrip())
+            nodes[idx] = Node(idx, old.line, old.ctrl_col, old.text_col, text, ctrl, eff, end_col)
+            new_idx[x] = idx
+    blocks = [Block(b.idx, b.start, b.end, list(b.succs), list(b.preds), list(b.labels)) for b in k.blocks]
+    unresolved = [(new_idx[i], why) for i, why in k.unresolved]
+    return Kernel(k.name, k.section_line, nodes, blocks, dict(k.label_node), unresolved, list(k.bad_ctrl))
+
+
+def block_edit(
+    lines: Sequence[str], k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[Ctrl]
+) -> tuple[int, int, list[str]]:
+    b = k.blocks[block]
+    slots = k.nodes[b.start : b.end]
+    texts = repaired_texts(k, block, order, ctrls)
+    slot_at = {nd.line: p for p, nd in enumerate(slots)}
+    first, last = slots[0].line, slots[-1].line
+    out = []
+    for line in range(first, last + 1):
+        p = slot_at.get(line)
+        if p is None:
+            out.append(lines[line - 1])
+            continue
+        ins = k.nodes[order[p]]
+        head = _head(lines[line - 1], slots[p], ctrl_text(ctrls[p]))
+        out.append(head + _tail(lines[ins.line - 1], ins, texts[p]))
+    return first, last, out
+
+
+def repaired_texts(k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[Ctrl]) -> list[str]:
+    b = k.blocks[block]
+    nodes = k.nodes
+    out = []
+    for p, x in enumerate(order):
+        nd = nodes[x]
+        reused = text_registers(nd.text)[1]
+        keep = not ctrls[p].yield_flag and all(
+            _window(nodes, range(x + 1, b.end), u) == _window(nodes, order[p + 1 :], u) for u in reused
+        )
+        out.append(nd.text if not reused or keep else _REUSE.sub("", nd.text))
+    return out
+
+
+# ---------------------------------------------------------------- plan: per block and entry state
+
+
+@dataclass(slots=True)
+class _Plan:
+    ctx: KernelContext
+    facts: BlockFacts
+    entry_events: tuple[Event, ...]
+    lb: dict[int, int]  # earliest issue cycle from results in flight at entry
+    exit_cons: dict[int, int]  # block end >= issue(i) + cycles
+    exit_c0: int  # block end >= this
+    base: dict[int, int]  # minimum stall of each instruction
+    keep_wait: dict[int, int]  # ptxas waits kept on fixed nodes
+    drain_at: dict[int, frozenset[Event]]  # node -> events pending there (after its waits) in ptxas order
+
+
+def _plan(ctx: KernelContext, block: int, entry: State) -> _Plan:
+    key = (block, id(entry))
+    hit = ctx.plans.get(key)
+    if hit is not None and hit[0] is entry:
+        return hit[1]
+    facts = ctx.block_facts(block)
+    deps = block_deps(ctx.k, block, ctx.sem)
+    info = facts.info
+    lb = entry_bounds(ctx, facts, entry)
+    exit_cons, exit_c0 = exit_bounds(ctx, facts, entry)
+    keep_wait = {x: info[x].wait for x in deps.fixed if info[x].wait}
+    drain_at: dict[int, frozenset[Event]] = {}
+    events = list(entry.events)
+    for x in range(facts.start, facts.end):
+        f = info[x]
+        events = _complete_waits(events, f.wait)
+        events = _depbar(events, f)
+        if x in deps.barriers:
+            drain_at[x] = frozenset(events)
+        events = _own(events, f)
+    plan = _Plan(ctx, facts, tuple(entry.events), lb, exit_cons, exit_c0, {}, keep_wait, drain_at)
+    plan.base = _base_stalls(plan)
+    ctx.plans[key] = (entry, plan)
+    return plan
+
+
+def _base_stalls(plan: _Plan) -> dict[int, int]:
+    """Each instruction's own minimum gap: 1 (0 where ptxas wrote S00 on padding) where a latency explains
+    its ptxas stall, else the ptxas stall itself."""
+    facts, ctx = plan.facts, plan.ctx
+    t = facts.orig_t
+    base = {}
+    for x in range(facts.start, facts.end):
+        f = facts.info[x]
+        floor = 0 if f.stall == 0 and f.opcode in ctx.s00 else 1
+        if x < facts.end - 1:
+            y = x + 1
+            bound = max([plan.lb.get(y, 0)] + [t[i] + c for i, c in facts.dist.get(y, ())])
+            explained = bound >= t[y]
+        else:
+            bound = max([plan.exit_c0] + [t[i] + c for i, c in plan.exit_cons.items()])
+            explained = bound >= facts.orig_len
+        base[x] = min(floor, f.stall) if explained else f.stall
+    return base
+
+
+# ---------------------------------------------------------------- scoreboard simulation (hazards.Checker)
+
+
+def _complete(events: list[Event], done: set[int]) -> list[Event]:
+    """Checker._complete on the events at positions ``done``: a finished write also finishes its own reads
+    and older scoreboard-less ops of its queue; a released read finishes older scoreboard-less reads."""
+    if not done:
+        return events
+    last_w: dict[str, int] = {}
+    last_r: dict[str, int] = {}
+    w_idx = set()
+    for p in sorted(done):
+        e = events[p]
+        if e.kind == "W":
+            last_w[e.queue] = p
+            w_idx.add(e.idx)
+        else:
+            last_r[e.queue] = p
+    out = []
+    for p, e in enumerate(events):
+        if p in done or (e.kind == "R" and e.idx in w_idx):
+            continue
+        if e.sb < 0 and (p < last_w.get(e.queue, -1) or (e.kind == "R" and p < last_r.get(e.queue, -1))):
+            continue
+        out.append(e)
+    return out
+
+
+def _complete_waits(events: list[Event], mask: int) -> list[Event]:
+    if not mask or not events:
+        return events
+    return _complete(events, {p for p, e in enumerate(events) if e.sb >= 0 and mask >> e.sb & 1})
+
+
+def _depbar(events: list[Event], f: NodeFacts) -> list[Event]:
+    if f.depbar is None:
+        return events
+    sbs, keep = f.depbar
+    done: set[int] = set()
+    for sb in range(6):
+        if sbs >> sb & 1:
+            on_sb = [p for p, e in enumerate(events) if e.sb == sb]
+            done.update(on_sb[: max(0, len(on_sb) - keep)])
+    return _complete(events, done)
+
+
+def _own(events: list[Event], f: NodeFacts) -> list[Event]:
+    """The instruction's own events replace any of its still pending (loop) ones."""
+    if not f.events:
+        return events
+    return [e for e in events if e.idx != f.idx] + list(f.events)
+
+
+def _completer(events: list[Event], pos: int) -> int:
+    """Wait mask completing the scoreboard-less event at ``pos``: a younger W of its queue on a scoreboard."""
+    e = events[pos]
+    for y in events[pos + 1 :]:
+        if y.queue == e.queue and y.kind == "W" and y.sb >= 0:
+            return 1 << y.sb
+    raise RepairError(f"result of node {e.idx} has no scoreboard and no younger op of its queue to wait on")
+
+
+def _needed(events: list[Event], f: NodeFacts) -> int:
+    """Scoreboards the instruction must wait on before it issues (the checker's SASS001/003/004/007).
+    Stricter than the checker: a memory op overwriting a register a pending memory op still reads or writes
+    waits too (ptxas does, e.g. ``STL [R1], R18`` R0 then ``[B0] LDG R18``), in-order queue or not."""
+    if f.never:
+        return 0
+    mask = 0
+    uses, defs, guard, neg = f.uses, f.defs, f.guard, f.neg
+    for pos, e in enumerate(events):
+        units = e.units
+        if e.guard is not None and guard == e.guard and neg != e.guard_neg:
+            continue  # complementary guards: never both execute
+        if e.kind == "W":
+            if f.gmma and e.queue == "gmma":
+                continue
+            hit = not units.isdisjoint(uses) or not units.isdisjoint(defs)
+        else:
+            hit = not units.isdisjoint(defs)
+        if hit:
+            mask |= 1 << e.sb if e.sb >= 0 else _completer(events, pos)
+    return mask
+
+
+def _drain(events: list[Event], allowed: frozenset[Event]) -> int:
+    mask = 0
+    for pos, e in enumerate(events):
+        if e not in allowed:
+            mask |= 1 << e.sb if e.sb >= 0 else _completer(events, pos)
+    return mask
+
+
+def _waits(plan: _Plan, order: Sequence[int]) -> list[int]:
+    info = plan.facts.info
+    events = list(plan.entry_events)
+    pending = _units(events)
+    keep_wait, drain_at = plan.keep_wait, plan.drain_at
+    out = []
+    for x in order:
+        f = info[x]
+        wait = keep_wait.get(x, 0)
+        if events and not pending.isdisjoint(f.touch):
+            wait |= _needed(events, f)
+        allowed = drain_at.get(x)
+        if wait or f.depbar or allowed is not None:
+            after = _depbar(_complete_waits(events, wait), f)
+            for _ in range(7 if allowed is not None else 0):  # each round adds a scoreboard
+                extra = _drain(after, allowed)
+                if not extra:
+                    break
+                wait |= extra
+                after = _depbar(_complete_waits(events, wait), f)
+            else:
+                if allowed is not None:
+                    raise RepairError(f"cannot drain the scoreboards at node {x} to the ptxas state")
+            if len(after) != len(events):
+                events, pending = after, _units(after)
+        if f.events:
+            if any(e.idx == x for e in events):  # pending from the previous iteration of a loop
+                events = [e for e in events if e.idx != x]
+                pending = _units(events)
+            events = events + list(f.events)
+            pending = pending.union(*(e.units for e in f.events))
+        out.append(wait)
+    return out
+
+
+def _units(events: list[Event]) -> frozenset[int]:
+    return frozenset().union(*(e.units for e in events))
+
+
+# ---------------------------------------------------------------- stalls
+
+
+def _stalls(plan: _Plan, order: Sequence[int]) -> list[int]:
+    """Earliest issue cycles under the latency constraints and the per-instruction minimum gaps. A gap the
+    4-bit field cannot hold raises the issue cycles before it, and the pass resumes from there."""
+    dist, base, lb = plan.facts.dist, plan.base, plan.lb
+    n = len(order)
+    pos = {x: p for p, x in enumerate(order)}
+    t = [0] * (n + 1)  # t[n]: the block end
+    raised: dict[int, int] = {}  # position -> lower bound set by a too-long gap after it
+    p, budget = 0, 16 * n + 16
+    while p <= n:
+        if p < n:
+            x = order[p]
+            c = t[p - 1] + base[order[p - 1]] if p else 0
+            c = max(c, lb.get(x, 0), raised.get(p, 0))
+            for i, cycles in dist.get(x, ()):
+                q = pos[i]
+                if q >= p:
+                    raise RepairError(f"node {x} placed before node {i} it depends on")
+                if t[q] + cycles > c:
+                    c = t[q] + cycles
+        else:
+            c = max(t[n - 1] + base[order[n - 1]], plan.exit_c0, raised.get(n, 0))
+            for i, cycles in plan.exit_cons.items():
+                if t[pos[i]] + cycles > c:
+                    c = t[pos[i]] + cycles
+        if p == 0 and c > 0:
+            raise RepairError(
+                f"node {order[0]} cannot issue first: it needs {c} cycles after the block entry"
+            )
+        if p and c - t[p - 1] > MAX_STALL:
+            budget -= 1
+            if budget < 0:
+                raise RepairError("stall constraints did not settle")
+            q, need = p - 1, c - MAX_STALL
+            while True:
+                raised[q] = max(raised.get(q, 0), need)
+                if q == 0 or need - t[q - 1] <= MAX_STALL:
+                    break
+                q, need = q - 1, need - MAX_STALL
+            p = q
+            continue
+        t[p] = c
+        p += 1
+    return [t[p + 1] - t[p] for p in range(n)]
+
+
+# ---------------------------------------------------------------- text
+
+
+def _window(nodes: Sequence[Node], after: Sequence[int], unit: int) -> list[int]:
+    """The instructions after a ``.reuse``, up to the first that reads or writes the reused register."""
+    out = []
+    for y in after:
+        out.append(y)
+        eff = nodes[y].eff
+        if unit in eff.use_units or unit in eff.def_units or unit in text_registers(nodes[y].text)[0]:
+            break
+    return out
+
+
+def _split(line: str, nd: Node) -> tuple[int, int]:
+    """(index of ']' closing the control field, index where the slot's address comment ends)."""
+    close = line.index("]", nd.ctrl_col - 1)
+    m = _ADDR.match(line, close + 1)
+    return close, m.end() if m else close + 1
+
+
+def _head(line: str, slot: Node, ctrl: str) -> str:
+    close, end = _split(line, slot)
+    return line[: slot.ctrl_col - 1] + ctrl + line[close:end]
+
+
+def _tail(line: str, ins: Node, text: str) -> str:
+    _close, end = _split(line, ins)
+    start = ins.text_col - 1
+    if text != ins.text:
+        if line[start : start + len(ins.text)] == ins.text:
+            line = line[:start] + text + line[start + len(ins.text) :]
+        else:  # a comment inside the instruction: drop .reuse from the code part only
+            code, sep, comment = line.partition("//")
+            line = _REUSE.sub("", code) + sep + comment
+    return line[end:]
