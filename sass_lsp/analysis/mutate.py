@@ -13,7 +13,7 @@ import random
 import re
 from collections.abc import Iterator
 
-from sass_lsp.analysis.program import Kernel, build_kernel, decode_ctrl
+from sass_lsp.analysis.program import Kernel, build_kernel, decode_ctrl, encode_ctrl
 from sass_lsp.isa.semantics import Semantics
 from sass_lsp.model import Instruction, SectionBlock
 
@@ -24,13 +24,8 @@ _CTRL = re.compile(r"\[[^\]]*\]")
 def with_ctrl(ins: Instruction, **fields: object) -> Instruction:
     """Copy of ``ins`` with control fields changed (wait=, rsb=, wsb=, stall=)."""
     c = decode_ctrl(ins.ctrl)
-    wait = fields.get("wait", c.wait_mask)
-    rsb = fields.get("rsb", c.read_sb)
-    wsb = fields.get("wsb", c.write_sb)
-    stall = fields.get("stall", c.stall)
-    text = "B" + "".join(str(i) if wait >> i & 1 else "-" for i in range(6))
-    text += f":R{'-' if rsb is None else rsb}:W{'-' if wsb is None else wsb}:{'Y' if c.yield_flag else '-'}"
-    text += f":S{stall:02d}"
+    changed = {"wait": "wait_mask", "rsb": "read_sb", "wsb": "write_sb", "stall": "stall"}
+    text = encode_ctrl(dataclasses.replace(c, **{changed[k]: v for k, v in fields.items()}))
     return dataclasses.replace(ins, ctrl=text)
 
 

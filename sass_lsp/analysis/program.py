@@ -64,6 +64,14 @@ def decode_ctrl(text: str) -> Ctrl | None:
     return Ctrl(mask, rsb, wsb, yld == "Y", stall, tuple(errors))
 
 
+def encode_ctrl(c: Ctrl) -> str:
+    """The inverse of :func:`decode_ctrl`: ``B------:R-:W2:Y:S04`` (the text inside the brackets)."""
+    wait = "".join(str(i) if c.wait_mask >> i & 1 else "-" for i in range(6))
+    rsb = "-" if c.read_sb is None else c.read_sb
+    wsb = "-" if c.write_sb is None else c.write_sb
+    return f"B{wait}:R{rsb}:W{wsb}:{'Y' if c.yield_flag else '-'}:S{c.stall:02d}"
+
+
 @dataclass(frozen=True)
 class Node:
     """One instruction of a kernel."""

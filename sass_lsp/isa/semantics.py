@@ -192,7 +192,7 @@ def supported_arches() -> list[str]:
 _ANNOT = re.compile(r"\(\*\"?(.*?)\"?\*\)")
 _GUARD = re.compile(r"\s*@(!?)(U?P)(\d|T)\s+")
 _OPC = re.compile(r"\s*([A-Z][A-Z0-9_]*)((?:\.[A-Za-z0-9_]+)*)")
-_REG = re.compile(r"^[-!~|]*(UR|UP|R|P)(\d+|Z|T)((?:\.[A-Za-z0-9_]+)*)\|?$")
+_REG = re.compile(r"^[-!~|]*(UR|UP|R|P)(\d+|Z|T)\|?((?:\.[A-Za-z0-9_]+)*)\|?$")  # |R0|.reuse: abs then reuse
 _MEMREG = re.compile(r"\b(UR|R)(\d+|Z)((?:\.[0-9A-Z]+)*)")
 _LABEL = re.compile(r"`\(([^)]*)\)")
 _INT = re.compile(r"^-?0x[0-9a-fA-F]+$")

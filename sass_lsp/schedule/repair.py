@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sass_lsp.analysis.hazards import Event, State
-from sass_lsp.analysis.program import Block, Ctrl, Kernel, Node
+from sass_lsp.analysis.program import Block, Ctrl, Kernel, Node, encode_ctrl
 from sass_lsp.isa.semantics import Semantics
 from sass_lsp.schedule.deps import (
     MAX_STALL,
@@ -78,11 +78,7 @@ class RepairError(ValueError):
 # ---------------------------------------------------------------- public API
 
 
-def ctrl_text(c: Ctrl) -> str:
-    wait = "".join(str(i) if c.wait_mask >> i & 1 else "-" for i in range(6))
-    rsb = "-" if c.read_sb is None else c.read_sb
-    wsb = "-" if c.write_sb is None else c.write_sb
-    return f"B{wait}:R{rsb}:W{wsb}:{'Y' if c.yield_flag else '-'}:S{c.stall:02d}"
+ctrl_text = encode_ctrl  # the bracket text of a control code (kept under the name the API promised)
 
 
 def repair_block(
