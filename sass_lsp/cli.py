@@ -313,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="round-trip the bundled sm_90 example")
     p.add_argument("--out", help="directory for the demo's files (default: a new temp dir)")
     p.set_defaults(func=cmd_demo)
+
+    from sass_lsp import cli_policy  # suggest, optimize, train: the reorder policy's commands
+
+    cli_policy.add_parsers(sub)
     return parser
 
 

@@ -1,0 +1,198 @@
+"""Evaluate the reorder policy on the GPU against baselines at the same GPU-time budget (issue #6).
+
+Held-out kernels only (the model card's ``heldout`` list): Triton kernels from the sm_90 corpus (cubin +
+launch JSON) and CUDA C kernels from ``benchmarks/kernels`` (compiled here with nvcc for sm_90, launched
+per their ``.launch.toml``). For every kernel and method, candidates are screened by :class:`GpuMeasure`
+(bit-exact verification on two seeds, then interleaved timing) until ``--budget`` GPU seconds are spent;
+the best screened candidate is then confirmed by the full verified bench on five fresh seeds (that
+confirmation's speedup and CI are what the table reports: the screening maximum is biased upwards). A
+method whose best candidate is not verified faster keeps the original (speedup 1.0).
+
+Methods: ``ptxas`` (the original), ``random`` (random legal moves), ``greedy`` (hill climbing on the
+static cost model), ``annealing`` (simulated annealing on measured GPU time), ``policy`` (the policy's
+rollouts).
+
+    python benchmarks/reorder_eval.py --policy policy_models/reorder-v1 --budget 20 --json OUT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sass_lsp.cuasm import assemble_cuasm, write_cuasm
+from sass_lsp.gpu import GpuRunner, load_spec, spec_from_json
+from sass_lsp.gpu.bench import bench_to_dict
+from sass_lsp.gpu.corpus import corpus_dir
+from sass_lsp.gpu.measure import GpuMeasure
+from sass_lsp.schedule.search import annealing, greedy_candidates, neighbour, random_candidates, screen
+
+ROOT = Path(__file__).resolve().parents[1]
+METHODS = ("random", "greedy", "annealing", "policy")
+
+
+def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, object]]:
+    """(name, origin, cubin, spec) per held-out kernel: corpus Triton kernels or benchmarks/kernels CUDA C."""
+    out = []
+    corpus = corpus_dir()
+    for name in names:
+        cu = ROOT / "benchmarks/kernels" / f"{name}.cu"
+        if cu.exists():
+            cubin_path = work / f"{name}.cubin"
+            subprocess.run(
+                ["nvcc", "-cubin", "-arch=sm_90", "-O3", "-o", str(cubin_path), str(cu)], check=True
+            )
+            cubin = cubin_path.read_bytes()
+            out.append((name, "CUDA C", cubin, load_spec(cu.with_suffix(".launch.toml"))))
+        elif corpus is not None and (corpus / f"{name}.json").exists():
+            cubin = (corpus / f"{name}.cubin").read_bytes()
+            out.append((name, "Triton", cubin, spec_from_json((corpus / f"{name}.json").read_text(), cubin)))
+        else:
+            print(f"skip {name}: no kernel source found", file=sys.stderr)
+    return out
+
+
+def policy_candidates(text: str, arch: str, net, kernel: str):  # noqa: ANN001, ANN201
+    from sass_lsp.policy.candidates import policy_candidates as gen
+
+    return gen(text, arch, net=net, kernel=kernel)
+
+
+def run_method(
+    method: str, text: str, arch: str, kernel: str, measure: GpuMeasure, budget: float, net, seed: int
+):  # noqa: ANN001, PLR0913
+    rng = random.Random(seed)
+    if method == "random":
+        return screen(random_candidates(text, arch, rng, kernel=kernel), measure, budget)
+    if method == "greedy":
+        return screen(greedy_candidates(text, arch, kernel=kernel), measure, budget)
+    if method == "annealing":
+        return annealing(neighbour(arch, kernel), text, measure, budget, rng)
+    if method == "policy":
+        return screen(policy_candidates(text, arch, net, kernel), measure, budget)
+    raise ValueError(method)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v1")
+    ap.add_argument(
+        "--budget", type=float, default=20.0, help="GPU seconds per kernel and method (screening)"
+    )
+    ap.add_argument("--kernels", nargs="*", help="default: the model card's held-out list")
+    ap.add_argument("--methods", nargs="*", default=list(METHODS))
+    ap.add_argument("--json", type=Path, help="write every row (and the raw trials) here")
+    ap.add_argument("--log", type=Path, help="JSON-lines log of every GPU measurement")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    from sass_lsp.policy.model import load_config, load_policy
+
+    meta = load_config(args.policy).get("meta", {})
+    names = args.kernels or meta.get("heldout", [])
+    net = load_policy(args.policy) if "policy" in args.methods else None
+    rows = []
+    t_start = time.time()
+    with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:
+        for name, origin, cubin, spec in load_kernels(names, Path(tmp)):
+            text = write_cuasm(cubin, source_name=name)
+            assert assemble_cuasm(text, source_name=name) == cubin, f"{name}: round trip is not exact"
+            from sass_lsp.cuasm import parse_cuasm
+            from sass_lsp.cuasm.assembler import module_arch
+
+            arch = module_arch(parse_cuasm(text)[0])
+            measure = GpuMeasure(runner, cubin, spec, name, log_path=args.log)
+            for method in args.methods:
+                t0 = time.time()
+                log = run_method(method, text, arch, spec.kernel, measure, args.budget, net, args.seed)
+                best = log.best()
+                confirmation = None
+                if best is not None and (best.result.speedup or 0) > 1.0:
+                    confirmation = measure.confirm(best.candidate.text)
+                conf = bench_to_dict(confirmation) if confirmation else None
+                verified = bool(confirmation and confirmation.verified)
+                timing = confirmation.timing if confirmation else None
+                row = {
+                    "kernel": name,
+                    "origin": origin,
+                    "method": method,
+                    "candidates": len(log.trials),
+                    "rejected": sum(not t.result.accepted for t in log.trials),
+                    "screen_best": best.result.speedup if best else None,
+                    "predicted_best": best.candidate.predicted if best else None,
+                    "verified": verified,
+                    "speedup": timing.ci.ratio if verified and timing else 1.0,
+                    "ci": [timing.ci.low, timing.ci.high] if timing else None,
+                    "confirm_verdict": confirmation.verdict if confirmation else None,
+                    # a screened match that differs on the fresh confirmation seeds = a wrong result accepted
+                    "wrong_accepted": bool(
+                        confirmation and confirmation.verification.get("status") != "match"
+                    ),
+                    "gpu_seconds": round(log.spent + (_gpu_s(conf) if conf else 0.0), 2),
+                    "wall_seconds": round(time.time() - t0, 1),
+                }
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    summary = summarize(rows)
+    summary["wall_seconds"] = round(time.time() - t_start, 1)
+    print(format_table(rows, summary))
+    if args.json:
+        args.json.write_text(
+            json.dumps({"rows": rows, "summary": summary, "budget_s": args.budget}, indent=2)
+        )
+    return 0
+
+
+def _gpu_s(conf: dict) -> float:
+    timing = conf.get("timing") or {}
+    ms = sum(timing.get("orig_ms", ())) + sum(timing.get("edit_ms", ()))
+    return ms * (timing.get("batch") or 1) / 1e3
+
+
+def summarize(rows: list[dict]) -> dict:
+    out = {}
+    for method in sorted({r["method"] for r in rows}):
+        sp = [r["speedup"] for r in rows if r["method"] == method]
+        out[method] = {
+            "geomean": math.exp(sum(math.log(s) for s in sp) / len(sp)) if sp else None,
+            "best": max(sp, default=None),
+            "verified": sum(r["verified"] for r in rows if r["method"] == method),
+            "kernels": len(sp),
+            "wrong_accepted": sum(r["wrong_accepted"] for r in rows if r["method"] == method),
+        }
+    return out
+
+
+def format_table(rows: list[dict], summary: dict) -> str:
+    lines = [
+        "| kernel | origin | method | verified speedup [95% CI] | GPU s | candidates (rejected) |",
+        "|---" * 6 + "|",
+    ]
+    for r in rows:
+        ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if r["ci"] else ""
+        mark = "" if r["verified"] else " (not verified: kept original)"
+        lines.append(
+            f"| {r['kernel']} | {r['origin']} | {r['method']} | {r['speedup']:.3f}{ci}{mark} |"
+            f" {r['gpu_seconds']} | {r['candidates']} ({r['rejected']}) |"
+        )
+    lines.append("")
+    lines.append("| method | geomean speedup | best | verified kernels | wrong results accepted |")
+    lines.append("|---|---|---|---|---|")
+    for m, s in summary.items():
+        if isinstance(s, dict):
+            lines.append(
+                f"| {m} | {s['geomean']:.4f} | {s['best']:.3f} | {s['verified']}/{s['kernels']} |"
+                f" {s['wrong_accepted']} |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""The reorder policy's sub-commands: ``suggest``, ``optimize`` and ``train`` (thin: files and flags in, the
+policy, search and GPU packages do the work). torch is imported only when one of them runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from sass_lsp.cli import CliError
+
+POLICY_ENV = "SASS_LSP_POLICY"
+DEFAULT_POLICY = Path(__file__).resolve().parents[1] / "policy_models" / "reorder-v1"
+
+
+def default_policy_path() -> Path:
+    return Path(os.environ.get(POLICY_ENV) or DEFAULT_POLICY)
+
+
+def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported lazily)
+    from sass_lsp.policy.model import load_policy
+
+    path = path or default_policy_path()
+    try:
+        return load_policy(path)
+    except (OSError, ValueError, KeyError) as exc:
+        raise CliError(
+            f"{path}: cannot load the reorder policy: {exc}\n"
+            f"  hint: pass --policy DIR or set {POLICY_ENV}; `sass-lsp train` rebuilds the bundled one"
+        ) from exc
+
+
+def _text_and_arch(path: Path) -> tuple[str, str]:
+    from sass_lsp.cuasm import parse_cuasm
+    from sass_lsp.cuasm.assembler import module_arch
+
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: cannot read: {exc}") from exc
+    module, diags = parse_cuasm(text)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        d = errors[0]
+        raise CliError(
+            f"{path}:{d.line}:{d.col}: error: {d.message}" + (f"\n  hint: {d.hint}" if d.hint else "")
+        )
+    return text, module_arch(module)
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    """Reorder suggestions from the policy, each a text edit with its predicted gain."""
+    from sass_lsp.policy.suggest import suggest, to_json
+
+    text, arch = _text_and_arch(args.cuasm)
+    net = load_net(args.policy)
+    found = suggest(text, arch, net=net, top=args.top, kernel=args.kernel, max_moves=args.max_moves)
+    if args.format == "json":
+        print(to_json(found))
+        return 0
+    if not found:
+        print(f"{args.cuasm}: no reordering predicted to be faster")
+    for i, s in enumerate(found, 1):
+        print(f"{i}. {s.title}  [{s.kernel}: {s.cost_before:.0f} -> {s.cost_after:.0f} predicted cycles]")
+        for move in s.moves:
+            print(f"     {move}")
+        for first, last, new in s.edits:
+            print(f"     edit lines {first}-{last}: {len(new)} lines")
+    return 0
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    """Policy-guided search verified and timed on the GPU; writes the best verified schedule, report, plot."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sass_lsp.cuasm import AssembleError, assemble_cuasm
+    from sass_lsp.gpu import GpuRunner, SpecError, load_spec
+    from sass_lsp.gpu.measure import GpuMeasure
+    from sass_lsp.gpu.optimize import optimize, report_dict, write_outputs
+    from sass_lsp.policy.candidates import policy_candidates
+
+    text, arch = _text_and_arch(args.cuasm)
+    try:
+        spec = load_spec(args.launch)
+    except (SpecError, OSError) as exc:
+        raise CliError(f"{args.launch}: {exc}") from exc
+    try:
+        original = assemble_cuasm(text, source_name=str(args.cuasm))
+    except AssembleError as exc:
+        raise CliError(str(exc)) from exc
+    net = load_net(args.policy)
+    out_stem = args.out or args.cuasm.with_name(args.cuasm.stem + ".optimized")
+    log_path = out_stem.with_suffix(".measurements.jsonl")
+    cands = policy_candidates(text, arch, net=net, kernel=spec.kernel, seed=args.seed)
+    with (
+        GpuRunner(timeout_s=120) as runner,
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:.0f}/{task.total:.0f} GPU s"),
+            TimeElapsedColumn(),
+            transient=False,
+        ) as bar,
+    ):
+        hello = runner.hello()
+        if not hello.ok:
+            raise CliError(f"no GPU worker: {hello.error}")
+        measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path)
+        task = bar.add_task("optimize", total=args.budget)
+        best = 1.0
+
+        def on_trial(trial) -> None:  # noqa: ANN001 (search.Trial)
+            nonlocal best
+            if trial.result.accepted:
+                best = max(best, trial.result.speedup or 1.0)
+            done = f"{measure.calls} candidates, best screened {best:.3f}x"
+            bar.update(task, completed=min(trial.spent, args.budget), description=done)
+
+        result = optimize(cands, measure, args.budget, on_trial=on_trial)
+    report = report_dict(result, kernel=spec.label, budget_s=args.budget)
+    paths = write_outputs(result, out_stem, report)
+    conf = result.confirmation
+    if result.verified and conf is not None and conf.timing is not None:
+        print(f"verified: {conf.message}")
+    elif conf is not None:
+        print(f"best screened candidate not confirmed: {conf.message}; the original stays best")
+    else:
+        print("no candidate was faster than the original in screening; the original stays best")
+    for p in paths:
+        print(f"wrote {p}")
+    return 0
+
+
+# The Triton kernels of the shared sm_90 corpus the policy trains on; the other four are held out for the GPU
+# evaluation, with the CUDA C kernels of benchmarks/kernels (never trained on).
+TRITON_TRAIN = ("triton_add", "triton_layernorm", "mm_f16_64x64x32", "transpose_f32")
+TRITON_HELDOUT = ("gelu_bias", "rmsnorm_f32_4096", "triton_matmul", "triton_softmax")
+CUDA_HELDOUT = ("sgemm_tiled", "stencil2d")
+MIN_INSTRUCTIONS = 24  # smaller kernels have next to nothing to reorder
+
+
+TRAIN_SOURCES = Path(__file__).resolve().parents[1] / "tools/policy/train_kernels.cu"
+# ptxas schedules the same source differently under these flags: more distinct training schedules.
+TRAIN_VARIANTS = ((), ("-use_fast_math",), ("-maxrregcount=64",))
+
+
+def compile_training_kernels(out_dir: Path) -> list[Path]:
+    """tools/policy/train_kernels.cu compiled for sm_90 once per variant (nvcc from CUDA 13)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("nvcc") is None:
+        raise CliError(
+            "nvcc not found\n  hint: the training set compiles tools/policy/train_kernels.cu with nvcc"
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, flags in enumerate(TRAIN_VARIANTS):
+        path = out_dir / f"train_kernels_v{i}.cubin"
+        if not path.exists() or path.stat().st_mtime < TRAIN_SOURCES.stat().st_mtime:
+            cmd = ["nvcc", "-cubin", "-arch=sm_90", "-O3", *flags, "-o", str(path), str(TRAIN_SOURCES)]
+            subprocess.run(cmd, check=True, capture_output=True)
+        paths.append(path)
+    return paths
+
+
+def training_set(shared_corpus: Path, generated: Path, extra: list[Path]) -> list[tuple[str, str, str, str]]:
+    """(name, arch, .cuasm text, kernel) for every kernel of the training set, disassembled by our writer: the
+    Triton train split, the CUDA C corpus (tests/kernels, built by tools/build_corpus.py) and ``extra``."""
+    from sass_lsp.analysis.program import kernels_of
+    from sass_lsp.cuasm import parse_cuasm, write_cuasm
+    from sass_lsp.cuasm.assembler import module_arch
+    from sass_lsp.isa.semantics import load_semantics
+
+    cubins = [shared_corpus / f"{n}.cubin" for n in TRITON_TRAIN] + sorted(generated.glob("*.cubin")) + extra
+    out = []
+    for path in cubins:
+        if not path.exists():
+            raise CliError(f"{path}: training kernel missing\n  hint: run tools/build_corpus.py --arch sm_90")
+        text = write_cuasm(path.read_bytes(), source_name=path.name)
+        module = parse_cuasm(text)[0]
+        arch = module_arch(module)
+        for k in kernels_of(module, load_semantics(arch)):
+            if len(k.nodes) >= MIN_INSTRUCTIONS:
+                out.append((f"{path.stem}:{k.name}", arch, text, k.name))
+    return out
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Reproduce the bundled checkpoint: PPO on the training set, model card beside the weights."""
+    import time
+
+    from rich.progress import Progress
+
+    from sass_lsp.policy.ppo import PPOConfig
+    from sass_lsp.policy.train import train
+
+    extra = compile_training_kernels(args.generated.parent.parent / "policy")
+    kernels = training_set(args.shared_corpus, args.generated, extra)
+    print(f"training set: {len(kernels)} kernels; held out: {', '.join(TRITON_HELDOUT + CUDA_HELDOUT)}")
+    t0 = time.time()
+    with Progress() as bar:
+        task = bar.add_task("train", total=args.steps)
+
+        def progress(m: dict[str, float]) -> None:
+            desc = f"return {m.get('episode_return', float('nan')):.4f} sps {m.get('sps', 0):.0f}"
+            bar.update(task, completed=m.get("global_step", 0), description=desc)
+            if not sys.stdout.isatty():  # a log file gets one line per update instead of a bar
+                print(json.dumps({k: round(v, 5) for k, v in m.items()}), flush=True)
+
+        ppo = PPOConfig(
+            n_steps=args.n_steps,
+            n_minibatches=args.minibatches,
+            ent_coef=args.ent_coef,
+            target_kl=args.target_kl,
+            time_limit_s=args.time_limit,
+        )
+
+        card = train(
+            kernels,
+            total_steps=args.steps,
+            n_envs=args.envs,
+            seed=args.seed,
+            out_dir=args.out,
+            device=args.device,
+            progress=progress,
+            heldout=list(TRITON_HELDOUT + CUDA_HELDOUT),
+            ppo_config=ppo,
+        )
+    took = time.time() - t0
+    print(f"wrote {card['checkpoint']} ({card['checkpoint_mb']} MB) and {card['model_card']} in {took:.0f} s")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "suggest", help="reorder suggestions from the trained policy (text edits + predicted gain)"
+    )
+    p.add_argument("cuasm", type=Path)
+    p.add_argument("--top", type=int, default=3)
+    p.add_argument("--kernel", help="kernel name (default: the largest)")
+    p.add_argument("--max-moves", type=int, default=8)
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--policy", type=Path, help=f"checkpoint (default: ${POLICY_ENV} or {DEFAULT_POLICY.name})"
+    )
+    p.set_defaults(func=cmd_suggest)
+
+    p = sub.add_parser("optimize", help="policy-guided search, verified and timed on the GPU")
+    p.add_argument("cuasm", type=Path)
+    p.add_argument("--launch", type=Path, required=True, help="K.launch.toml")
+    p.add_argument("--budget", type=float, default=300.0, help="GPU seconds for screening (default 300)")
+    p.add_argument("--out", type=Path, help="output stem (default: K.optimized.*)")
+    p.add_argument("--policy", type=Path)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_optimize)
+
+    root = Path(__file__).resolve().parents[1]
+    p = sub.add_parser(
+        "train", help="train the reorder policy with PPO (reproduces policy_models/reorder-v1)"
+    )
+    p.add_argument("--steps", type=int, default=200_000)
+    p.add_argument("--envs", type=int, default=max(1, min(16, (os.cpu_count() or 2) - 1)))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="torch device for the network updates (cpu, cuda)")
+    p.add_argument("--out", type=Path, default=DEFAULT_POLICY)
+    p.add_argument(
+        "--time-limit", type=float, help="stop training after this many seconds (then evaluate, save)"
+    )
+    p.add_argument("--n-steps", type=int, default=64, help="rollout length per env and update")
+    p.add_argument("--minibatches", type=int, default=8)
+    p.add_argument("--ent-coef", type=float, default=0.01)
+    p.add_argument("--target-kl", type=float, default=0.03)
+    p.add_argument("--shared-corpus", type=Path, default=root.parent / "shared/corpus/sm_90")
+    p.add_argument("--generated", type=Path, default=root / ".cache/corpus/sm_90")
+    p.set_defaults(func=cmd_train)

@@ -1,0 +1,52 @@
+"""Policy-guided candidates for ``optimize`` and the GPU evaluation: the policy's suggestions first (its
+greedy rollout and top first moves, best predicted first), then endless rollouts sampled from the policy
+at a temperature, each contributing its best-predicted prefix. Every candidate is a hazard-free game
+state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from sass_lsp.policy.model import PolicyNet, collate, compact
+from sass_lsp.policy.suggest import suggest
+from sass_lsp.schedule.search import Candidate, apply_edits, game_candidate
+
+
+def policy_candidates(
+    text: str,
+    arch: str,
+    *,
+    net: PolicyNet,
+    kernel: str | None = None,
+    first: int = 12,
+    max_moves: int = 16,
+    temperature: float = 1.0,
+    seed: int = 0,
+) -> Iterator[Candidate]:
+    from sass_lsp.schedule.game import ReorderGame
+
+    for s in suggest(text, arch, net=net, top=first, kernel=kernel, max_moves=max_moves, branches=first):
+        edits = [(a, b, list(new)) for a, b, new in s.edits]
+        yield Candidate(apply_edits(text, edits), "policy", s.moves, s.cost_before / s.cost_after)
+    game = ReorderGame.from_text(text, arch, kernel=kernel, max_steps=max_moves)
+    gen = torch.Generator().manual_seed(seed)
+    net.eval()
+    while True:
+        obs, _ = game.reset()
+        best, best_cost = None, game.cost_original
+        done = False
+        while not done:
+            with torch.inference_mode():
+                logits, _ = net(collate([compact(obs)]))
+            probs = torch.softmax(logits[0] / temperature, dim=0)
+            action = int(torch.multinomial(probs, 1, generator=gen))
+            obs, _r, term, trunc, _info = game.step(action)
+            done = term or trunc
+            if game.cost < best_cost:
+                best, best_cost = game.snapshot(), game.cost
+        if best is not None:
+            game.restore(best)
+            yield game_candidate(game, text, "policy")

@@ -1,0 +1,273 @@
+"""The reorder policy: network shapes and masking, checkpoints, PPO (learning signal, determinism), training
+on the real corpus, and suggestions whose edits keep the kernel hazard-free."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("gymnasium")
+pytest.importorskip("safetensors")
+
+from paths import SHARED_CORPUS  # noqa: E402
+from policy_toy import ToyReorder  # noqa: E402
+
+from sass_lsp.policy.model import (  # noqa: E402
+    CONFIG,
+    WEIGHTS,
+    PolicyConfig,
+    PolicyNet,
+    collate,
+    compact,
+    load_policy,
+    save_policy,
+)
+from sass_lsp.policy.ppo import PPOConfig, make_vector_env, ppo  # noqa: E402
+from sass_lsp.policy.suggest import suggest, to_json  # noqa: E402
+from sass_lsp.policy.train import evaluate, train  # noqa: E402
+from sass_lsp.schedule import observation as ob  # noqa: E402
+
+SMALL = PolicyConfig(d_model=32, n_layers=2, n_heads=4, d_ff=64, d_head_mlp=32)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One torch thread: the figures stay reproducible and other processes on a small machine don't turn
+    OpenMP's spinning threads into minutes."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def corpus() -> list[tuple[str, str, str]]:
+    return [(p.stem, "sm_90", p.read_text()) for p in sorted(SHARED_CORPUS.glob("*.cuasm"))]
+
+
+def random_obs(rng: np.random.Generator, n: int, n_cand: int, legal: float = 0.5) -> dict[str, np.ndarray]:
+    obs = ToyReorder().observation_space.sample()  # right shapes and dtypes; fill only the first n rows
+    obs = {k: np.zeros_like(v) for k, v in obs.items()}
+    for c, v in enumerate(ob.TOKEN_VOCAB):
+        obs["tok"][:n, c] = rng.integers(1, v, n)
+    obs["num"][:n] = rng.random((n, ob.N_NUM), dtype=np.float32)
+    upper = np.triu(rng.random((n, n)) < 0.1, 1)
+    obs["adj"][:n, :n] = upper * rng.integers(1, 32, (n, n))
+    obs["cand"][:n_cand] = rng.integers(0, n, (n_cand, 2))
+    obs["cand_mask"][:n_cand] = rng.random(n_cand) < legal
+    obs["n"][0] = n
+    return obs
+
+
+# --------------------------------------------------------------------------------------------- model
+
+
+def test_forward_shapes_masking_and_padding():
+    torch.manual_seed(0)
+    net = PolicyNet().eval()
+    rng = np.random.default_rng(0)
+    items = [random_obs(rng, 7, 20), random_obs(rng, 40, 300), random_obs(rng, 1, 0)]
+    batch = collate([compact(o) for o in items])
+    with torch.no_grad():
+        logits, value = net(batch)
+    assert logits.shape == (3, ob.C_MAX + 1) and value.shape == (3,)
+    probs = torch.softmax(logits, dim=1)
+    for k, o in enumerate(items):
+        legal = torch.zeros(ob.C_MAX + 1, dtype=torch.bool)
+        legal[: ob.C_MAX] = torch.from_numpy(o["cand_mask"].astype(bool))
+        legal[ob.STOP] = True
+        assert torch.all(probs[k][~legal] == 0), "an illegal candidate got probability"
+        assert torch.all(probs[k][legal] > 0)
+    assert probs[2, ob.STOP] == 1.0  # no candidates: STOP is the only action
+    # Padding is invisible: each observation alone gives what it gives inside the padded batch.
+    for k, o in enumerate(items):
+        with torch.no_grad():
+            alone, v_alone = net(collate([compact(o)]))
+        finite = torch.isfinite(alone[0])
+        assert torch.equal(finite, torch.isfinite(logits[k]))
+        assert torch.allclose(alone[0][finite], logits[k][finite], atol=1e-4)
+        assert torch.allclose(v_alone, value[k : k + 1], atol=1e-4)
+    # The dependence graph matters: dropping the edges changes the scores.
+    no_edges = dict(items[1], adj=np.zeros_like(items[1]["adj"]))
+    with torch.no_grad():
+        net.edge_fwd.data.fill_(1.0)
+        a, _ = net(collate([compact(items[1])]))
+        b, _ = net(collate([compact(no_edges)]))
+    assert not torch.allclose(a, b)
+
+
+def test_full_window_and_candidate_limits():
+    rng = np.random.default_rng(1)
+    o = random_obs(rng, ob.W_MAX, ob.C_MAX, legal=1.0)
+    with torch.no_grad():
+        logits, _ = PolicyNet(SMALL).eval()(collate([compact(o)]))
+    assert torch.isfinite(logits).all()
+
+
+def test_save_load_round_trip(tmp_path: Path):
+    torch.manual_seed(1)
+    net = PolicyNet().eval()
+    path = save_policy(net, tmp_path / "ckpt", meta={"note": "test"})
+    assert (path / WEIGHTS).stat().st_size < 20 * 2**20
+    config = json.loads((path / CONFIG).read_text())
+    assert config["meta"] == {"note": "test"} and config["observation"]["C_MAX"] == ob.C_MAX
+    loaded = load_policy(path)
+    rng = np.random.default_rng(2)
+    batch = collate([compact(random_obs(rng, 30, 100)), compact(random_obs(rng, 12, 40))])
+    with torch.no_grad():
+        a, va = net(batch)
+        b, vb = loaded(batch)
+    assert torch.equal(a, b) and torch.equal(va, vb)
+    # A checkpoint for another observation contract is refused, not misread.
+    config["observation"]["W_MAX"] = 256
+    (path / CONFIG).write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="observation contract"):
+        load_policy(path)
+
+
+# ----------------------------------------------------------------------------------------------- PPO
+
+
+def greedy_return(net: PolicyNet, seeds: range) -> float:
+    total = 0.0
+    for s in seeds:
+        env = ToyReorder()
+        obs, _ = env.reset(seed=s)
+        done = False
+        while not done:
+            with torch.no_grad():
+                logits, _ = net(collate([compact(obs)]))
+            obs, r, term, trunc, _ = env.step(int(logits[0].argmax()))
+            total += r
+            done = term or trunc
+    return total / len(seeds)
+
+
+def test_ppo_learns_the_toy_game():
+    torch.manual_seed(0)
+    net = PolicyNet(SMALL)
+    before = greedy_return(net.eval(), range(100, 116))
+    cfg = PPOConfig(total_steps=1536, n_steps=32, n_minibatches=4, update_epochs=4, lr=2e-3, seed=0)
+    history = ppo(make_vector_env([ToyReorder] * 4, asynchronous=False), net, cfg)
+    after = greedy_return(net, range(100, 116))
+    assert after > before + 0.15, (before, after)
+    assert history[-1]["episode_return"] > history[0]["episode_return"]
+    for key in ("episode_return", "speedup_pred", "approx_kl", "clipfrac", "entropy", "sps"):
+        assert np.isfinite(history[-1][key]), key
+
+
+def test_ppo_is_deterministic_for_a_seed():
+    def run() -> list[dict]:
+        torch.manual_seed(3)
+        cfg = PPOConfig(total_steps=64, n_steps=16, n_minibatches=2, update_epochs=2, seed=5)
+        return ppo(make_vector_env([ToyReorder] * 2, asynchronous=False), PolicyNet(SMALL), cfg)
+
+    a, b = run(), run()
+    timing = {"sps", "rollout_s", "update_s"}
+    strip = lambda h: [{k: v for k, v in m.items() if k not in timing} for m in h]  # noqa: E731
+    assert strip(a) == strip(b)
+
+
+# --------------------------------------------------------------------------- the real game and corpus
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    pytest.importorskip("sass_lsp.schedule.game")
+    start = time.perf_counter()
+    report = train(
+        corpus(),
+        total_steps=64,
+        n_envs=2,
+        seed=0,
+        out_dir=tmp_path_factory.mktemp("policy") / "ckpt",
+        ppo_config=PPOConfig(n_steps=16, n_minibatches=2, update_epochs=2),
+        asynchronous=False,
+    )
+    return {**report, "test_wall_s": time.perf_counter() - start}
+
+
+def test_train_smoke_on_the_corpus(trained: dict):
+    assert trained["test_wall_s"] < 60
+    names = {name for name, _, _ in corpus()}
+    assert len(names) == 8 and not trained["skipped"]
+    card = json.loads(Path(trained["model_card"]).read_text())
+    assert card["steps"] == 64 and card["updates"] == 2 and card["checkpoint_mb"] < 20
+    assert {d["name"] for d in card["data"]} == names == set(card["eval"]["kernels"])
+    assert any(np.isfinite(m["episode_return"]) for m in trained["history"])
+    for row in card["eval"]["kernels"].values():
+        assert row["speedup_pred"] == pytest.approx(row["cost_original"] / row["cost"])
+    # The written checkpoint plays the same greedy game as the net that was trained.
+    net = load_policy(trained["checkpoint"])
+    (add,) = [(*k, "add_kernel") for k in corpus() if k[0] == "triton_add"]  # (name, arch, text, kernel)
+    again = evaluate(net, [add])
+    assert again["kernels"]["triton_add"] == card["eval"]["kernels"]["triton_add"]
+
+
+def test_train_refuses_held_out_kernels(tmp_path: Path):
+    with pytest.raises(ValueError, match="held-out"):
+        train(corpus(), total_steps=8, n_envs=1, seed=0, out_dir=tmp_path, heldout=["triton_add"])
+
+
+def apply_edits(text: str, edits) -> str:
+    lines = text.splitlines()
+    for first, last, new in sorted(edits, key=lambda e: e[0], reverse=True):
+        lines[first - 1 : last] = list(new)
+    return "\n".join(lines) + "\n"
+
+
+def test_suggestions_are_hazard_free_and_priced_right():
+    game_mod = pytest.importorskip("sass_lsp.schedule.game")
+    from sass_lsp.analysis.check import check_kernel
+    from sass_lsp.analysis.program import kernels_of
+    from sass_lsp.cuasm import parse_cuasm
+    from sass_lsp.isa.semantics import load_semantics
+
+    sem = load_semantics("sm_90")
+    torch.manual_seed(0)
+    net = PolicyNet(SMALL).eval()
+    found = 0
+    for name, arch, text in corpus():
+        got = suggest(text, arch, net=net, top=3, max_moves=3, branches=48, time_budget_s=None)
+        assert len(got) <= 3
+        assert [s.predicted_gain for s in got] == sorted((s.predicted_gain for s in got), reverse=True)
+        assert len({s.edits for s in got}) == len(got)
+        (k0,) = kernels_of(parse_cuasm(text)[0], sem)
+        before = Counter(f.code for f in check_kernel(k0, sem))
+        for s in got:
+            found += 1
+            assert s.predicted_gain > 0 and s.cost_after < s.cost_before and s.edits and s.moves
+            assert s.title.startswith("Reorder: ") and "predicted −" in s.title, s.title
+            edited = apply_edits(text, s.edits)
+            module, diags = parse_cuasm(edited)
+            assert not [d for d in diags if d.severity == "error"], diags
+            (k1,) = kernels_of(module, sem)
+            assert len(k1.nodes) == len(k0.nodes)
+            after = Counter(f.code for f in check_kernel(k1, sem))
+            assert not after - before, (name, s.title, after - before)
+            # The edited text, read back, costs what the suggestion says.
+            assert game_mod.ReorderGame.from_text(edited, arch).cost_original == pytest.approx(s.cost_after)
+        back = json.loads(to_json(got))
+        assert [b["title"] for b in back] == [s.title for s in got]
+        assert [tuple((a, b, tuple(n)) for a, b, n in x["edits"]) for x in back] == [s.edits for s in got]
+    assert found, "no kernel of the corpus gave a suggestion"
+
+
+def test_suggest_time_budget_bounds_the_search():
+    pytest.importorskip("sass_lsp.schedule.game")
+    torch.manual_seed(0)
+    net = PolicyNet(SMALL).eval()
+    calls = []
+    net.register_forward_hook(lambda *_: calls.append(1))
+    name, arch, text = next(k for k in corpus() if k[0] == "triton_softmax")
+    suggest(text, arch, net=net, max_moves=4, time_budget_s=None)
+    assert 1 < len(calls) <= 4  # the first forward pass, then one per further move until all STOP
+    calls.clear()
+    quick = suggest(text, arch, net=net, max_moves=4, time_budget_s=0.0)
+    assert len(calls) == 1  # only the first pass and the first moves it ranks
+    assert all(len(s.moves) == 1 for s in quick)
