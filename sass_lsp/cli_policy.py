@@ -211,6 +211,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             if not sys.stdout.isatty():  # a log file gets one line per update instead of a bar
                 print(json.dumps({k: round(v, 5) for k, v in m.items()}), flush=True)
 
+        net, warm = None, None
+        if args.imitate_epochs:
+            net, warm = _imitate(kernels, args)
         ppo = PPOConfig(
             n_steps=args.n_steps,
             n_minibatches=args.minibatches,
@@ -229,10 +232,43 @@ def cmd_train(args: argparse.Namespace) -> int:
             progress=progress,
             heldout=list(TRITON_HELDOUT + CUDA_HELDOUT),
             ppo_config=ppo,
+            init_net=net,
+            warm_start=warm,
         )
     took = time.time() - t0
     print(f"wrote {card['checkpoint']} ({card['checkpoint_mb']} MB) and {card['model_card']} in {took:.0f} s")
     return 0
+
+
+def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNet, dict)
+    """Warm start: imitate the one-step-lookahead teacher (see sass_lsp.policy.imitate)."""
+    import time
+
+    import torch
+
+    from sass_lsp.policy.imitate import collect, fit, summary
+    from sass_lsp.policy.model import PolicyNet
+
+    t0 = time.time()
+    samples = collect(kernels, workers=args.envs, seed=args.seed)
+    t_collect = time.time() - t0
+    torch.manual_seed(args.seed)
+    net = PolicyNet()
+    history = fit(
+        net,
+        samples,
+        epochs=args.imitate_epochs,
+        device=args.device,
+        seed=args.seed,
+        log=lambda row: print(json.dumps({"imitate": row}), flush=True),
+    )
+    warm = {
+        **summary(samples),
+        "collect_s": round(t_collect, 1),
+        "epochs": history,
+        "teacher": "one-step lookahead on the static cost model, softmax(gain / 0.002), STOP = 0",
+    }
+    return net, warm
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -274,6 +310,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--minibatches", type=int, default=8)
     p.add_argument("--ent-coef", type=float, default=0.01)
     p.add_argument("--target-kl", type=float, default=0.03)
+    p.add_argument(
+        "--imitate-epochs", type=int, default=6, help="teacher warm-start epochs before PPO (0: none)"
+    )
     p.add_argument("--shared-corpus", type=Path, default=root.parent / "shared/corpus/sm_90")
     p.add_argument("--generated", type=Path, default=root / ".cache/corpus/sm_90")
     p.set_defaults(func=cmd_train)

@@ -187,6 +187,8 @@ def train(
     asynchronous: bool | None = None,
     factory: GameFactory = game_from_text,
     heldout: Sequence[str] = (),
+    init_net: PolicyNet | None = None,
+    warm_start: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train on ``kernel_texts``; writes the checkpoint (``out_dir``) and ``out_dir/model_card.json``.
 
@@ -205,7 +207,7 @@ def train(
         raise ValueError(f"no kernel the reorder game can play on: {skipped}")
     cfg = replace(ppo_config or PPOConfig(), total_steps=total_steps, seed=seed, device=device)
     torch.manual_seed(seed)
-    net = PolicyNet(net_config)
+    net = init_net if init_net is not None else PolicyNet(net_config)
     pool = partial(
         KernelPool, kernels, max_steps=max_steps, scramble_schedule=scramble_schedule, factory=factory
     )
@@ -231,6 +233,7 @@ def train(
         "heldout": list(heldout),
         "skipped": skipped,
         "reward": REWARD,
+        "warm_start": warm_start,
         "game": {"max_steps": max_steps, "scramble_schedule": [list(s) for s in scramble_schedule]},
         "ppo": asdict(cfg),
         "net": asdict(net.cfg),
