@@ -57,8 +57,10 @@ def main() -> None:
     big_text = grow(write_cuasm(cases[0][1]), args.instructions)
     big = assemble_cuasm(big_text, source_name="grown", verify=False)
     cases.append((f"grown_{args.instructions // 1000}k", big))
-    print(f"{'kernel':22s} {'instrs':>7s} {'disasm i/s':>11s} {'nvdisasm s':>10s} {'asm i/s':>9s} "
-          f"{'verify s':>9s} {'round trip':>10s}")
+    print(
+        f"{'kernel':22s} {'instrs':>7s} {'disasm i/s':>11s} {'nvdisasm s':>10s} {'asm i/s':>9s} "
+        f"{'verify s':>9s} {'round trip':>10s}"
+    )
     for name, cubin in cases:
         text = write_cuasm(cubin)
         n = n_instructions(text)
@@ -67,8 +69,10 @@ def main() -> None:
         t_asm = timed(lambda t=text: assemble_cuasm(t, verify=False))
         t_full = timed(lambda t=text: assemble_cuasm(t, verify=True), 1)
         same = assemble_cuasm(text) == cubin
-        print(f"{name:22s} {n:7d} {n / t_disasm:11.0f} {t_nvdisasm:10.2f} {n / t_asm:9.0f} "
-              f"{max(t_full - t_asm, 0):9.2f} {'identical' if same else 'DIFFERS':>10s}")
+        print(
+            f"{name:22s} {n:7d} {n / t_disasm:11.0f} {t_nvdisasm:10.2f} {n / t_asm:9.0f} "
+            f"{max(t_full - t_asm, 0):9.2f} {'identical' if same else 'DIFFERS':>10s}"
+        )
 
 
 if __name__ == "__main__":

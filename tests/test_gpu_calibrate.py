@@ -64,9 +64,19 @@ def test_merge_keeps_ptxas_closer_pairs_out_of_the_checker() -> None:
     probe = {"producer": "alu", "consumer": "fma", "operand": "reg", "name": "IADD3->IMAD"}
     probe["min_safe_stall"] = 5
     raw = {
-        "date": "2026-11-29", "device": {"device": {"gpu": "NVIDIA H200", "driver": "580"}},
-        "probes": [probe, {**probe, "producer": "uniform", "consumer": "alu", "operand": "ur", "name": "U",
-                           "min_safe_stall": 6}],
+        "date": "2026-11-29",
+        "device": {"device": {"gpu": "NVIDIA H200", "driver": "580"}},
+        "probes": [
+            probe,
+            {
+                **probe,
+                "producer": "uniform",
+                "consumer": "alu",
+                "operand": "ur",
+                "name": "U",
+                "min_safe_stall": 6,
+            },
+        ],
         "bar_sync_to_shared": {"min_safe_stall": 1},
     }
     merged = merge_measured(semantics, raw, "raw.json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from test_ide_support import KERNEL, check_snapshot, mark, with_cursor
 
-from sass_lsp.ide import actions, editing, hover, navigation, outline
+from sass_lsp.ide import actions, editing, hover, navigation, outline, schedule_view
 from sass_lsp.ide.diagnostics import parse_diagnostics
 from sass_lsp.ide.index import build_index, update_index
 from sass_lsp.ide.settings import Settings, settings_doc, settings_from_raw
@@ -91,7 +91,7 @@ def test_code_lens_and_inlay_hints() -> None:
     index = build_index(KERNEL)
     lens = outline.code_lenses(index)
     check_snapshot("code_lens.txt", "\n".join(f"{x.line}: {x.title}" for x in lens) + "\n")
-    hints = outline.stall_hints(index, 0, 100)
+    hints = schedule_view.stall_hints(index, 0, 100, {})
     assert hints[0].label == " 1cy" and len(hints) == 14
 
 
@@ -205,7 +205,8 @@ def test_incremental_update_matches_full_rebuild() -> None:
 
 
 def test_ide_layer_imports_no_lsp() -> None:
-    """Architecture Invariant: sass_lsp.ide knows nothing of pygls or lsprotocol."""
+    """Architecture Invariant: sass_lsp.ide knows nothing of pygls or lsprotocol, nor of torch (the policy is
+    run by the server, an edge: sass_lsp/server/suggestions.py)."""
     import ast
     from pathlib import Path
 
@@ -220,4 +221,6 @@ def test_ide_layer_imports_no_lsp() -> None:
             elif isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
             for name in names:
-                assert not name.startswith(("pygls", "lsprotocol")), f"{path.name} imports {name}"
+                assert not name.startswith(("pygls", "lsprotocol", "torch", "sass_lsp.policy")), (
+                    f"{path.name} imports {name}"
+                )

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from test_ide_support import KERNEL
 
 from sass_lsp.cuasm.parser import parse_cuasm
-from sass_lsp.ide import actions, editing, hover, navigation, outline
+from sass_lsp.ide import actions, editing, hover, navigation, outline, schedule_view
 from sass_lsp.ide.diagnostics import parse_diagnostics
 from sass_lsp.ide.index import build_index, update_index
 from sass_lsp.ide.settings import Settings
@@ -41,7 +41,7 @@ def exercise(text: str) -> None:
     outline.document_symbols(index)
     outline.folding_ranges(index)
     outline.code_lenses(index)
-    outline.stall_hints(index, 0, len(index.lines))
+    schedule_view.stall_hints(index, 0, len(index.lines), {})
     editing.semantic_tokens(index)
     editing.format_edits(index)
     for line in range(0, len(index.lines), max(1, len(index.lines) // 7)):

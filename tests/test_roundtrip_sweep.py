@@ -17,8 +17,11 @@ SWEEP: dict[str, dict[str, int]] = {}
 
 
 def n_kernels(cubin: bytes) -> int:
-    return sum(1 for sec in read_cubin(cubin).sections if sec.name.startswith(".text.")
-               and not sec.name.startswith(".text.$"))
+    return sum(
+        1
+        for sec in read_cubin(cubin).sections
+        if sec.name.startswith(".text.") and not sec.name.startswith(".text.$")
+    )
 
 
 @pytest.mark.parametrize("arch", ARCHES)

@@ -54,9 +54,11 @@ async def test_time_edit_of_a_legal_stall_change_is_bit_identical_and_timed(clie
     client.text_document_did_change(
         lsp.DidChangeTextDocumentParams(
             lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            [lsp.TextDocumentContentChangePartial(
-                range=lsp.Range(lsp.Position(idx, 0), lsp.Position(idx, len(lines[idx]))), text=edited
-            )],
+            [
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(lsp.Position(idx, 0), lsp.Position(idx, len(lines[idx]))), text=edited
+                )
+            ],
         )
     )
     result = await time_edit(client, uri)

@@ -18,6 +18,9 @@ URI = "file:///fuzz/k.cuasm"
 
 def make_server():  # noqa: ANN201
     server = build_server()
+    # no policy: a torch import and a model load per example would dominate the run (the suggestions run on
+    # real files in tests/test_server_schedule.py)
+    server.apply_settings({"policyModelPath": "/nonexistent/policy", "inlayStallHints": True})
     sent: list = []
     server.protocol._send_data = sent.append  # type: ignore[method-assign]
     server.sent = sent  # type: ignore[attr-defined]
@@ -26,6 +29,12 @@ def make_server():  # noqa: ANN201
 
 def feature(server, method: str):  # noqa: ANN001, ANN201
     return server.protocol.fm.features[method]
+
+
+async def call(server, method: str, params: object) -> object:  # noqa: ANN001
+    """A handler's answer, awaited when the handler is a coroutine."""
+    result = feature(server, method)(params)
+    return await result if asyncio.iscoroutine(result) else result
 
 
 async def settle(server) -> None:  # noqa: ANN001
@@ -68,9 +77,15 @@ async def drive(text: str, positions: list[tuple[int, int]], edit: tuple[int, in
         feature(server, lsp.TEXT_DOCUMENT_DEFINITION)(lsp.DefinitionParams(doc, pos))
         feature(server, lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)(lsp.DocumentHighlightParams(doc, pos))
         rng = lsp.Range(pos, lsp.Position(line + 2, 0))
-        feature(server, lsp.TEXT_DOCUMENT_CODE_ACTION)(
-            lsp.CodeActionParams(doc, rng, lsp.CodeActionContext(diagnostics=[]))
-        )
+        for trigger in lsp.CodeActionTriggerKind:  # Invoked also recomputes control codes and asks the policy
+            context = lsp.CodeActionContext(diagnostics=[], trigger_kind=trigger)
+            await call(server, lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionParams(doc, rng, context))
+    await call(server, lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensParams(doc))
+    await call(
+        server,
+        lsp.TEXT_DOCUMENT_INLAY_HINT,
+        lsp.InlayHintParams(doc, lsp.Range(lsp.Position(0, 0), lsp.Position(len(text.splitlines()) + 1, 0))),
+    )
     await feature(server, lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL)(lsp.SemanticTokensParams(doc))
     feature(server, lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(lsp.DocumentSymbolParams(doc))
     feature(server, lsp.TEXT_DOCUMENT_FOLDING_RANGE)(lsp.FoldingRangeParams(doc))

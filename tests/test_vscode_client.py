@@ -17,8 +17,9 @@ CLIENT = ROOT / "vscode-client"
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm (node 20) is needed for the extension's tests")
 def test_extension_builds_and_its_unit_and_grammar_tests_pass() -> None:
     if not (CLIENT / "node_modules").is_dir():
-        install = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CLIENT, capture_output=True,
-                                 text=True, timeout=900)
+        install = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=CLIENT, capture_output=True, text=True, timeout=900
+        )
         assert install.returncode == 0, install.stderr[-4000:]
     proc = subprocess.run(["npm", "test"], cwd=CLIENT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

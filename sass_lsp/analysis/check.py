@@ -111,8 +111,16 @@ def _unset_waits(k: Kernel) -> list[Finding]:
         mask = nd.ctrl.wait_mask | (nd.eff.sb_set if "depbar" in nd.eff.flags else 0)
         for sb in range(6):
             if mask >> sb & 1 and not set_mask >> sb & 1:
-                out.append(_finding("SASS006", k, nd.line, nd.ctrl_col, nd.ctrl_col + 8,
-                                    f"waits on SB{sb}, which no instruction of {k.name} sets"))
+                out.append(
+                    _finding(
+                        "SASS006",
+                        k,
+                        nd.line,
+                        nd.ctrl_col,
+                        nd.ctrl_col + 8,
+                        f"waits on SB{sb}, which no instruction of {k.name} sets",
+                    )
+                )
     return out
 
 

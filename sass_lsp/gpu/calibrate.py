@@ -72,46 +72,98 @@ PROBES: tuple[Probe, ...] = (
     Probe("IADD3->IADD3", "alu", "alu", "reg", "u32", (("IADD3 R8, R8, R9, RZ", True),)),
     # A chain of LOP3s alone cannot detect a stale read (x -> f(x) bitwise with constants has period <= 2),
     # nor can PRMT (it shifts the old value out): each feeds an add instead.
-    Probe("LOP3->IADD3", "alu", "alu", "reg", "u32",
-          (("LOP3.LUT R12, R8, R9, R10, 0x96, !PT", True), ("IADD3 R8, R12, R8, RZ", False))),
-    Probe("MOV->IADD3", "alu", "alu", "reg", "u32",
-          (("MOV R12, R8", True), ("IADD3 R8, R12, R9, RZ", False))),
-    Probe("SHF->SHF", "alu", "alu", "reg", "u32", (("SHF.L.W.U32.HI R8, R8, 0x5, R8", True),)),
-    Probe("PRMT->IADD3", "alu", "alu", "reg", "u32",
-          (("PRMT R12, R8, 0x4321, R9", True), ("IADD3 R8, R12, R8, RZ", False))),
-    Probe("IADD3->IMAD", "alu", "fma", "reg", "u32",
-          (("IADD3 R8, R8, R11, RZ", True), ("IMAD R8, R8, R9, R10", False))),
-    Probe("IMAD->IMAD", "fma", "fma", "reg", "u32", (("IMAD R8, R8, R9, R10", True),)),
-    Probe("IMAD->IADD3", "fma", "alu", "reg", "u32",
-          (("IMAD R8, R8, R9, R10", True), ("IADD3 R8, R8, R11, RZ", False))),
     Probe(
-        "IMAD.WIDE->IADD3(hi)", "fma_wide_hi", "alu", "reg", "u32",
+        "LOP3->IADD3",
+        "alu",
+        "alu",
+        "reg",
+        "u32",
+        (("LOP3.LUT R12, R8, R9, R10, 0x96, !PT", True), ("IADD3 R8, R12, R8, RZ", False)),
+    ),
+    Probe(
+        "MOV->IADD3", "alu", "alu", "reg", "u32", (("MOV R12, R8", True), ("IADD3 R8, R12, R9, RZ", False))
+    ),
+    Probe("SHF->SHF", "alu", "alu", "reg", "u32", (("SHF.L.W.U32.HI R8, R8, 0x5, R8", True),)),
+    Probe(
+        "PRMT->IADD3",
+        "alu",
+        "alu",
+        "reg",
+        "u32",
+        (("PRMT R12, R8, 0x4321, R9", True), ("IADD3 R8, R12, R8, RZ", False)),
+    ),
+    Probe(
+        "IADD3->IMAD",
+        "alu",
+        "fma",
+        "reg",
+        "u32",
+        (("IADD3 R8, R8, R11, RZ", True), ("IMAD R8, R8, R9, R10", False)),
+    ),
+    Probe("IMAD->IMAD", "fma", "fma", "reg", "u32", (("IMAD R8, R8, R9, R10", True),)),
+    Probe(
+        "IMAD->IADD3",
+        "fma",
+        "alu",
+        "reg",
+        "u32",
+        (("IMAD R8, R8, R9, R10", True), ("IADD3 R8, R8, R11, RZ", False)),
+    ),
+    Probe(
+        "IMAD.WIDE->IADD3(hi)",
+        "fma_wide_hi",
+        "alu",
+        "reg",
+        "u32",
         (("IMAD.WIDE.U32 R12, R8, R9, R10", True), ("IADD3 R8, R13, R8, RZ", False)),
     ),
     Probe("FFMA->FFMA", "fma", "fma", "reg", "f32", (("FFMA R8, R8, R9, R10", True),)),
-    Probe("FMUL->FADD", "fma", "fma", "reg", "f32",
-          (("FMUL R12, R8, R9", True), ("FADD R8, R12, R10", False))),
+    Probe(
+        "FMUL->FADD", "fma", "fma", "reg", "f32", (("FMUL R12, R8, R9", True), ("FADD R8, R12, R10", False))
+    ),
     Probe("HFMA2->HFMA2", "fp16", "fp16", "reg", "f16", (("HFMA2 R8, R8, R9, R10", True),)),
     Probe("DADD->DADD", "fp64", "fp64", "reg", "f64", (("DADD R8, R8, R10", True),)),
     Probe(
-        "ISETP->guard", "alu", "*", "guard", "u32",
-        (("ISETP.GT.U32.AND P0, PT, R8, R9, PT", True), ("@P0 IADD3 R9, R9, R10, RZ", False),
-         ("IADD3 R8, R8, R11, RZ", False)),
+        "ISETP->guard",
+        "alu",
+        "*",
+        "guard",
+        "u32",
+        (
+            ("ISETP.GT.U32.AND P0, PT, R8, R9, PT", True),
+            ("@P0 IADD3 R9, R9, R10, RZ", False),
+            ("IADD3 R8, R8, R11, RZ", False),
+        ),
         setup=("ISETP.NE.AND P0, PT, RZ, RZ, PT",),
     ),
     Probe(
-        "ISETP->SEL(pred)", "alu", "alu", "pred", "u32",
-        (("ISETP.GT.U32.AND P0, PT, R8, R9, PT", True), ("SEL R8, R10, R8, P0", False),
-         ("IADD3 R10, R10, R11, RZ", False)),
+        "ISETP->SEL(pred)",
+        "alu",
+        "alu",
+        "pred",
+        "u32",
+        (
+            ("ISETP.GT.U32.AND P0, PT, R8, R9, PT", True),
+            ("SEL R8, R10, R8, P0", False),
+            ("IADD3 R10, R10, R11, RZ", False),
+        ),
         setup=("ISETP.NE.AND P0, PT, RZ, RZ, PT",),
     ),
     Probe(
-        "UIADD3->IADD3(uniform)", "uniform", "alu", "ur", "u32",
+        "UIADD3->IADD3(uniform)",
+        "uniform",
+        "alu",
+        "ur",
+        "u32",
         (("UIADD3 UR6, UR6, UR7, URZ", True), ("IADD3 R8, R8, UR6, RZ", False)),
         setup=("UMOV UR6, 0x12345", "UMOV UR7, 0x777"),
     ),
     Probe(
-        "ULDC->IADD3(uniform)", "umov", "alu", "ur", "u32",
+        "ULDC->IADD3(uniform)",
+        "umov",
+        "alu",
+        "ur",
+        "u32",
         (("ULDC UR6, c[0x0][0x0]", True), ("IADD3 R8, R8, UR6, RZ", False), ("UMOV UR6, 0x5", False)),
         setup=("UMOV UR6, 0x5",),
     ),
@@ -163,8 +215,9 @@ def compile_skeleton(source: str, arch: str, nvcc: str | None = None) -> bytes:
     with tempfile.TemporaryDirectory(prefix="sass-lsp-calib-") as tmp:
         src, out = Path(tmp) / "k.cu", Path(tmp) / "k.cubin"
         src.write_text(source)
-        proc = subprocess.run([nvcc, "-cubin", "-O3", f"-arch={arch}", "-o", str(out), str(src)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [nvcc, "-cubin", "-O3", f"-arch={arch}", "-o", str(out), str(src)], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             raise CalibrationError(f"nvcc failed: {proc.stderr.strip()}")
         return out.read_bytes()
@@ -280,7 +333,10 @@ def run_probe(
 
 
 def calibrate(
-    arch: str, verify: VerifyFn, *, stalls: list[int] | None = None,
+    arch: str,
+    verify: VerifyFn,
+    *,
+    stalls: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run every probe; returns the raw measurements (also the table rows) as plain data."""
@@ -291,23 +347,37 @@ def calibrate(
     for probe in PROBES:
         if progress:
             progress(probe.name)
+
         def make_text(stall: int, probe: Probe = probe) -> str:
             return chain_variant(chain_text, probe, stall)
 
         outcomes, error = run_probe(probe.name, make_text, chain_spec(probe.dtype), verify, stalls)
-        results.append(ProbeResult(
-            probe.name, probe.producer, probe.consumer, probe.operand,
-            min_safe_stall(outcomes) if not error or outcomes else None, outcomes,
-            [text for text, _ in probe.step], error,
-        ))
+        results.append(
+            ProbeResult(
+                probe.name,
+                probe.producer,
+                probe.consumer,
+                probe.operand,
+                min_safe_stall(outcomes) if not error or outcomes else None,
+                outcomes,
+                [text for text, _ in probe.step],
+                error,
+            )
+        )
     if progress:
         progress("BAR.SYNC->LDS")
     outcomes, error = run_probe(
         "BAR.SYNC->LDS", lambda s: barrier_variant(bar_text, s), barrier_spec(), verify, stalls
     )
     barrier = ProbeResult(
-        "BAR.SYNC->LDS", "barrier", "shared", "distance", min_safe_stall(outcomes), outcomes,
-        ["BAR.SYNC.DEFER_BLOCKING 0x0", "LDS R9, [R0]"], error,
+        "BAR.SYNC->LDS",
+        "barrier",
+        "shared",
+        "distance",
+        min_safe_stall(outcomes),
+        outcomes,
+        ["BAR.SYNC.DEFER_BLOCKING 0x0", "LDS R9, [R0]"],
+        error,
     )
     return {
         "arch": arch,
@@ -327,8 +397,10 @@ def merge_measured(semantics: dict[str, Any], raw: dict[str, Any], raw_name: str
     recorded as ``bar_sync_to_shared_measured``; the checker's threshold stays where it is (see the notes).
     """
     device = raw.get("device", {}).get("device", raw.get("device", {}))
-    ref = (f"sass-lsp calibrate on {device.get('gpu', '?')} (driver {device.get('driver', '?')}), "
-           f"{raw['date']}; raw data {raw_name}")
+    ref = (
+        f"sass-lsp calibrate on {device.get('gpu', '?')} (driver {device.get('driver', '?')}), "
+        f"{raw['date']}; raw data {raw_name}"
+    )
     best: dict[tuple[str, str, str], tuple[int, list[str]]] = {}
     for probe in raw["probes"]:
         if probe["min_safe_stall"] is None:
@@ -346,22 +418,39 @@ def merge_measured(semantics: dict[str, Any], raw: dict[str, Any], raw_name: str
             # ptxas's correct code is closer than the probe needed: the pipe classes are too coarse for this
             # pair (VIADD->IMAD at 4 is fine, IADD3->IMAD at 4 is not). Keep the figure, do not apply it.
             semantics.setdefault("measured_not_applied", [])
-            unapplied = {"producer": producer, "consumer": consumer, "operand": operand, "cycles": cycles,
-                         "ptxas_min": ptxas, "ref": ref, "note": "probes: " + ", ".join(names)}
+            unapplied = {
+                "producer": producer,
+                "consumer": consumer,
+                "operand": operand,
+                "cycles": cycles,
+                "ptxas_min": ptxas,
+                "ref": ref,
+                "note": "probes: " + ", ".join(names),
+            }
             semantics["measured_not_applied"] = [
-                r for r in semantics["measured_not_applied"]
+                r
+                for r in semantics["measured_not_applied"]
                 if (r["producer"], r["consumer"], r["operand"]) != (producer, consumer, operand)
             ] + [unapplied]
             continue
-        rows.append({
-            "producer": producer, "consumer": consumer, "operand": operand, "cycles": cycles,
-            "source": "measured", "ref": ref, "note": "probes: " + ", ".join(names),
-        })
+        rows.append(
+            {
+                "producer": producer,
+                "consumer": consumer,
+                "operand": operand,
+                "cycles": cycles,
+                "source": "measured",
+                "ref": ref,
+                "note": "probes: " + ", ".join(names),
+            }
+        )
     bar = raw["bar_sync_to_shared"]
     params = dict(semantics["params"])
     if bar["min_safe_stall"] is not None:
         params["bar_sync_to_shared_measured"] = {
-            "value": bar["min_safe_stall"], "source": "measured", "ref": ref,
+            "value": bar["min_safe_stall"],
+            "source": "measured",
+            "ref": ref,
             "note": "BAR.SYNC directly followed by an LDS of another warp's data; no failure at any distance",
         }
     return {**semantics, "latency": rows, "params": params}

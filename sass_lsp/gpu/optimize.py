@@ -92,7 +92,7 @@ def write_outputs(result: OptimizeResult, out_stem: Path, report: dict[str, Any]
 
 
 def speedup_plot(log: SearchLog, *, title: str, width: int = 640, height: int = 360) -> str:
-    """SVG scatter: measured speedup of each candidate against cumulative GPU seconds, best-so-far as a line."""
+    """SVG scatter: measured speedup per candidate against cumulative GPU seconds; best so far as a line."""
     pad_l, pad_r, pad_t, pad_b = 56, 16, 28, 40
     pts = [(t.spent, t.result.speedup, t.result.accepted) for t in log.trials if t.result.speedup]
     xmax = max([log.spent, 1e-6] + [p[0] for p in pts])

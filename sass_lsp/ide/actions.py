@@ -26,6 +26,9 @@ class CodeAction:
     edits: tuple[TextEdit, ...]
     diagnostic_codes: tuple[str, ...] = ()
     preferred: bool = False
+    command: str = ""
+    """A server command the client runs when the action is chosen (after the edits, if any)."""
+    arguments: tuple[object, ...] = ()
 
 
 _CTRL6 = re.compile(r"[^:\]]*:(B[0-5-]{6}:R[0-5-]:W[0-5-]:[Y-]:S\d\d)$")
@@ -63,8 +66,18 @@ def control_fixes(index: DocumentIndex, line: int) -> list[CodeAction]:
 
 
 def code_actions(
-    index: DocumentIndex, start: int, end: int, arch: str | None, settings: object
+    index: DocumentIndex,
+    start: int,
+    end: int,
+    arch: str | None,
+    settings: object,
+    eol: str = "\n",
+    recompute: bool = True,
 ) -> list[CodeAction]:
+    """Every action for lines ``start..end``; ``recompute``: also "Recompute control codes for this basic
+    block", which analyses the whole kernel once per document version (seconds on 20,000 instructions)."""
+    from sass_lsp.ide.schedule_view import recompute_block_action  # it builds on CodeAction
+
     out: list[CodeAction] = []
     for line in range(max(0, start), min(end, len(index.lines) - 1) + 1):
         out += control_fixes(index, line)
@@ -78,6 +91,12 @@ def code_actions(
                 if action is not None:
                     out.append(action)
             out += hazard_fixes(index, finding)
+        try:
+            block = recompute_block_action(index, start, arch, eol) if recompute else None
+        except Exception:  # a gap in the repair engine costs this one action, not the quick fixes
+            log.exception("recomputing control codes failed")
+            block = None
+        out += [block] if block is not None else []
     for name, provider in action_providers().items():
         try:
             out += list(provider(index, start, end, settings))

@@ -1,5 +1,6 @@
 """Feature: outline. Document symbols (sections, kernels, device functions, labels), folding ranges
-(sections, kernels, basic blocks), code lenses per kernel and per-line stall inlay hints.
+(sections, kernels, basic blocks) and code lenses per kernel (the inlay hints' type lives here too; the
+stall hints themselves are in :mod:`sass_lsp.ide.schedule_view`).
 """
 
 from __future__ import annotations
@@ -156,20 +157,3 @@ class InlayHint:
     col: int
     label: str
     tooltip: str = ""
-
-
-def stall_hints(
-    index: DocumentIndex, start: int, end: int, predicted: dict[int, int] | None = None
-) -> list[InlayHint]:
-    out: list[InlayHint] = []
-    for line in range(max(0, start), min(end + 1, len(index.lines))):
-        info = index.infos[line]
-        if info.kind != "instruction" or info.ctrl is None or line not in index.pcs:
-            continue
-        label = f" {info.ctrl.stall}cy"
-        tooltip = f"stall {info.ctrl.stall} cycles before the next instruction"
-        if predicted and line in predicted:
-            label += f" @{predicted[line]}"
-            tooltip += f"; predicted issue cycle {predicted[line]}"
-        out.append(InlayHint(line, len(index.lines[line].rstrip()), label, tooltip))
-    return out

@@ -25,7 +25,8 @@ class Settings:
     """CUDA device index used for GPU timing."""
 
     policyModelPath: str | None = None
-    """Path of a trained reorder policy; ``None`` disables reorder suggestions."""
+    """Checkpoint of the reorder policy (a directory; relative to the workspace folder); ``None``: the one
+    in sass-lsp's ``policy_models/reorder-v1``. Suggestions need torch in the server's Python."""
 
     hazardSeverities: Mapping[str, str] = field(default_factory=dict)
     """Per hazard-rule severity override: rule code -> error | warning | information | hint | off."""

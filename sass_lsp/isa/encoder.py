@@ -27,8 +27,6 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 # arch -> table file; sm_90a shares sm_90's tables (the 'a' only enables extra instructions in ptxas)
 
 
-
-
 class EncodeError(ValueError):
     """Cannot encode; ``col`` is a 0-based offset into the instruction text, ``hint`` names near forms."""
 

@@ -30,8 +30,6 @@ ALL_PREDS = tuple(UNIT_BASE["P"] + i for i in range(7))
 SOURCE_RANK = {"measured": 4, "3rd": 3, "exp": 2, "guess": 1}
 
 
-
-
 def unit_name(unit: int) -> str:
     if unit < 256:
         return f"R{unit}"

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 import weakref
 from collections.abc import Sequence
@@ -70,6 +71,10 @@ from sass_lsp.isa.semantics import UNIT_BASE, ZERO_INDEX, Semantics, unit_kind
 from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDGE_WAR, EDGE_WAW
 
 MAX_STALL = 15  # 4-bit stall field
+# Extra cycles for a fixed-latency RAW pair that a move brings closer than ptxas placed it (never beyond
+# ptxas's own distance, so the ptxas order repairs to itself). See benchmarks/reorder_hardware.py.
+RAW_MARGIN = int(os.environ.get("SASS_LSP_RAW_MARGIN", "0"))
+
 # A source of a variable-latency or memory op without R scoreboard may be read after issue: its next writer
 # keeps min(ptxas's distance, this many cycles) (no table of operand read times yet).
 LATE_READ_CAP = 15
@@ -471,7 +476,8 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
             if pipe is not None and not complementary(info[p], f):
                 row = ctx.sem.latency(pipe, f.pipe, kind)
                 if row is not None:
-                    need(p, row.cycles)
+                    # A pair moved closer than ptxas had it gets RAW_MARGIN cycles beyond the table latency.
+                    need(p, max(row.cycles, min(row.cycles + RAW_MARGIN, orig_t[j] - orig_t[p])))
         if f.shared and last_bar is not None and ctx.bar_gap:
             need(last_bar, ctx.bar_gap)
         for u in f.defs:

@@ -6,6 +6,7 @@ unless the client offers another). Only lines with non-ASCII characters need con
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from lsprotocol import types as lsp
@@ -176,18 +177,36 @@ def to_lsp_text_edit(e: TextEdit, cols: Columns) -> lsp.TextEdit:
 
 def to_lsp_code_action(
     a: CodeAction, cols: Columns, uri: str, version: int, diagnostics: list[lsp.Diagnostic]
-) -> lsp.CodeAction:
-    edit = lsp.WorkspaceEdit(
-        document_changes=[
-            lsp.TextDocumentEdit(
-                text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                edits=[to_lsp_text_edit(e, cols) for e in a.edits],
-            )
-        ]
+) -> lsp.CodeAction | lsp.Command:
+    if a.command and not a.edits:
+        # a bare Command: lsprotocol's clients read any code action that has a command as a Command
+        return lsp.Command(title=a.title, command=a.command, arguments=list(a.arguments))
+    edit = to_lsp_workspace_edit(a.edits, cols, uri, version) if a.edits else None
+    command = (
+        lsp.Command(title=a.title, command=a.command, arguments=list(a.arguments)) if a.command else None
     )
     matching = [d for d in diagnostics if d.code in a.diagnostic_codes] or None
     return lsp.CodeAction(
-        title=a.title, kind=a.kind, edit=edit, diagnostics=matching, is_preferred=a.preferred or None
+        title=a.title,
+        kind=a.kind,
+        edit=edit,
+        command=command,
+        diagnostics=matching,
+        is_preferred=a.preferred or None,
+    )
+
+
+def to_lsp_workspace_edit(
+    edits: Sequence[TextEdit], cols: Columns, uri: str, version: int
+) -> lsp.WorkspaceEdit:
+    """One versioned document change: refused if the document has moved on, applied as one undo step."""
+    return lsp.WorkspaceEdit(
+        document_changes=[
+            lsp.TextDocumentEdit(
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                edits=[to_lsp_text_edit(e, cols) for e in edits],
+            )
+        ]
     )
 
 

@@ -16,7 +16,17 @@ from lsprotocol import types as lsp
 from pygls.uris import from_fs_path, to_fs_path
 
 from sass_lsp.files import write_atomic
-from sass_lsp.ide import actions, commands, editing, gpu_timing, hover, navigation, outline
+from sass_lsp.ide import (
+    actions,
+    commands,
+    editing,
+    gpu_timing,
+    hover,
+    navigation,
+    outline,
+    reorder,
+    schedule_view,
+)
 from sass_lsp.ide import diagnostics as diag_mod
 from sass_lsp.ide.backends import encoder_for
 from sass_lsp.ide.profile_view import ProfileView, profile_view
@@ -24,6 +34,7 @@ from sass_lsp.ide.text import Document
 from sass_lsp.ide.timeline_view import KernelTimeline, kernel_timeline
 from sass_lsp.server import convert
 from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot
+from sass_lsp.server.suggestions import PolicyUnavailable, SuggestionJobs
 
 log = logging.getLogger("sass_lsp.server")
 
@@ -42,25 +53,27 @@ def _pos(ls: SassLanguageServer, uri: str, position: lsp.Position) -> tuple[Snap
 
 def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lists every feature
     timing = gpu_timing.TimingStore()
+    suggestions = SuggestionJobs(ls)
     profiles: dict[str, tuple[tuple[float, int], ProfileView | None]] = {}
 
-    timelines: dict[str, tuple[tuple[int, str], KernelTimeline | None]] = {}
+    timelines: dict[str, tuple[int, dict[str, KernelTimeline | None]]] = {}
 
     def timeline_for(snap: Snapshot, line: int) -> KernelTimeline | None:
         """The static issue timeline of the kernel at ``line`` (cached per document version and kernel)."""
         kernel = snap.index.kernel_at(line)
         if kernel is None or not snap.arch:
             return None
-        key = (snap.version, kernel.name)
         cached = timelines.get(snap.uri)
-        if cached is None or cached[0] != key:
+        if cached is None or cached[0] != snap.version:
+            cached = timelines[snap.uri] = (snap.version, {})
+        per_kernel = cached[1]
+        if kernel.name not in per_kernel:
             try:
-                cached = (key, kernel_timeline(snap.index, line, snap.arch))
+                per_kernel[kernel.name] = kernel_timeline(snap.index, line, snap.arch)
             except Exception:  # a model gap must never cost the user the rest of the hover
                 log.warning("timeline failed", exc_info=True)
-                cached = (key, None)
-            timelines[snap.uri] = cached
-        return cached[1]
+                per_kernel[kernel.name] = None
+        return per_kernel[kernel.name]
 
     def profile_for(snap: Snapshot) -> ProfileView | None:
         """The ``K.profile.json`` beside the document mapped onto it (cached per file mtime and version)."""
@@ -110,6 +123,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(params: lsp.DidChangeConfigurationParams) -> None:
         settings = params.settings
+        suggestions.reset()  # the policy path may have changed
         if isinstance(settings, dict) and "sass-lsp" in settings:
             ls.apply_settings(settings["sass-lsp"])
             return
@@ -170,6 +184,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
     def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
         timing.forget(params.text_document.uri)
+        suggestions.forget(params.text_document.uri)
         profiles.pop(params.text_document.uri, None)
         timelines.pop(params.text_document.uri, None)
         ls.text_document_publish_diagnostics(
@@ -187,8 +202,14 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         stalls = timeline_for(snap, line)
 
         def extra(at: int) -> str | None:
-            parts = [part for part in (stalls.markdown(at) if stalls else None,
-                                       prof.instruction_markdown(at) if prof else None) if part]
+            parts = [
+                part
+                for part in (
+                    stalls.markdown(at) if stalls else None,
+                    prof.instruction_markdown(at) if prof else None,
+                )
+                if part
+            ]
             return "\n\n".join(parts) or None
 
         result = hover.hover(snap.index, line, col, timeline=extra)
@@ -207,8 +228,10 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             return []
         snap, line, col = at
         cols = ls.columns(snap.doc)
-        return [lsp.Location(uri=snap.uri, range=cols.span(s.line, s.start, s.end))
-                for s in navigation.definition(snap.index, line, col)]
+        return [
+            lsp.Location(uri=snap.uri, range=cols.span(s.line, s.start, s.end))
+            for s in navigation.definition(snap.index, line, col)
+        ]
 
     @ls.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     def on_references(params: lsp.ReferenceParams) -> list[lsp.Location]:
@@ -307,21 +330,39 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite]
         ),
     )
-    def on_code_action(params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    async def on_code_action(params: lsp.CodeActionParams) -> list[lsp.CodeAction | lsp.Command]:
         snap = ls.snapshot(params.text_document.uri)
         if snap is None:
             return []
         cols = ls.columns(snap.doc)
-        found = actions.code_actions(
-            snap.index, params.range.start.line, params.range.end.line, snap.arch, ls.settings
+        start = params.range.start.line
+        invoked = params.context.trigger_kind == lsp.CodeActionTriggerKind.Invoked
+        # the block repair analyses the whole kernel: only when asked for (Ctrl+.) or where a hazard is shown
+        # (the light bulb), and in a thread so other requests are served meanwhile
+        recompute = invoked or any(str(d.code).startswith("SASS") for d in params.context.diagnostics)
+        args = (snap.index, start, params.range.end.line, snap.arch, ls.settings, snap.doc.eol, recompute)
+        found = (
+            await asyncio.to_thread(actions.code_actions, *args) if recompute else actions.code_actions(*args)
         )
+        kernel = snap.index.kernel_at(start)
+        only = params.context.only
+        if kernel is not None and (not only or any(str(k).startswith("refactor") for k in only)):
+            # computed off the request path; an explicit request (Ctrl+.) waits a little for it
+            found += reorder.suggestion_actions(
+                snap.index,
+                await suggestions.get(snap, kernel.name, timeout=SUGGEST_WAIT_S if invoked else 0),
+                snap.uri,
+                snap.version,
+                snap.doc.eol,
+                timing=_launch_spec(snap.uri) is not None,
+            )
         return [
             convert.to_lsp_code_action(a, cols, snap.uri, snap.version, list(params.context.diagnostics))
             for a in found
         ]
 
     @ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
-    def on_code_lens(params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    async def on_code_lens(params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
         uri = params.text_document.uri
         if uri.endswith(".cubin"):
             command = lsp.Command(title="Disassemble to .cuasm", command=CMD_DISASSEMBLE, arguments=[uri])
@@ -334,7 +375,9 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         if snap is None:
             return []
         out = []
-        lenses = outline.code_lenses(snap.index) + _gpu_lenses(snap)
+        # the cost model simulates the hot loop: tens of ms per kernel, so in a thread (cached per version)
+        cost = await asyncio.to_thread(_cost_lenses, snap)
+        lenses = outline.code_lenses(snap.index) + cost + _gpu_lenses(snap)
         for lens in lenses:
             rng = lsp.Range(start=lsp.Position(lens.line, 0), end=lsp.Position(lens.line, 0))
             command = lsp.Command(
@@ -345,6 +388,17 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             rng = lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(0, 0))
             command = lsp.Command(title="Assemble to .cubin", command=CMD_ASSEMBLE, arguments=[uri])
             out.append(lsp.CodeLens(range=rng, command=command))
+        return out
+
+    def _cost_lenses(snap: Snapshot) -> list[outline.Lens]:
+        out: list[outline.Lens] = []
+        for kernel in snap.index.kernels:
+            try:
+                lens = schedule_view.hot_loop_lens(snap.index, kernel, snap.arch)
+            except Exception:  # a gap in the cost model costs this lens only
+                log.warning("cost model failed on %s", kernel.name, exc_info=True)
+                lens = None
+            out += [lens] if lens is not None else []
         return out
 
     def _gpu_lenses(snap: Snapshot) -> list[outline.Lens]:
@@ -371,7 +425,13 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             return []
         cols = ls.columns(snap.doc)
         first, last = params.range.start.line, params.range.end.line
-        hints = outline.stall_hints(snap.index, first, last) if ls.settings.inlayStallHints else []
+        hints = []
+        if ls.settings.inlayStallHints:
+            in_range = [
+                k for k in snap.index.kernels if k.section.line <= last and k.section.end_line > first
+            ]
+            kernel_timelines = {k.name: timeline_for(snap, k.section.line) for k in in_range}
+            hints = schedule_view.stall_hints(snap.index, first, last, kernel_timelines)
         view = timing.current(snap.uri, snap.version)
         hint = gpu_timing.timing_hint(snap.index, view) if view is not None else None
         if hint is not None and first <= hint.line <= last:
@@ -443,8 +503,11 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         return {"ok": True, "cubin": from_fs_path(str(out_path)), "bytes": len(result.cubin)}
 
     @ls.command(gpu_timing.CMD_TIME_EDIT)
-    async def cmd_time_edit(uri: str) -> dict:
-        """Verify and time the edited kernel against the original on the GPU; the result shows inline."""
+    async def cmd_time_edit(uri: str, *suggestion: dict) -> dict:
+        """Verify and time the edited kernel against the original on the GPU; the result shows inline.
+
+        With a second argument (:func:`reorder.time_arguments`), time that suggestion's edit applied to the
+        document against the document as it is: the result is a message, the document keeps its lens."""
         uri = _check_uri(uri)
         snap = ls.snapshot(uri)
         if snap is None:
@@ -456,6 +519,19 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
             return {"ok": False, "verdict": verdict, "verified": False, "message": message}
 
+        if len(suggestion) > 1:
+            raise ValueError("expected [uri] or [uri, suggestion]")
+        edited_text = snap.doc.text
+        title = ""
+        if suggestion:
+            version, title, edits = reorder.parse_time_arguments(suggestion[0])
+            if version != snap.version:
+                return refuse(
+                    "stale",
+                    f"'{title}' was computed for version {version} of {path.name}; "
+                    "the file has changed since: ask for suggestions again",
+                )
+            edited_text = snap.doc.eol.join(reorder.apply_line_edits(snap.doc.lines, edits))
         if not found.spec.exists():
             return refuse("spec_error", gpu_timing.missing_spec_message(path, found.spec))
         from sass_lsp.gpu import GpuRunner, SpecError, bench_to_dict, load_spec, run_bench
@@ -473,16 +549,19 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
 
         async with prog as cancelled:
             report("assembling the edit")
-            edited = await asyncio.to_thread(commands.assemble, snap.doc.text, str(path))
+            edited = await asyncio.to_thread(commands.assemble, edited_text, str(path))
+            if edited.cubin is None and title:
+                return refuse("assemble_error", f"{title}: the suggestion does not assemble")
             if edited.cubin is None:
                 ls.extra_diags[uri] = (snap.version, list(edited.diagnostics))
                 ls.schedule_diagnostics(uri, 0.0)
                 return refuse("assemble_error", f"{path.name}: the edit does not assemble (see diagnostics)")
-            if found.cubin.exists():
+            if found.cubin.exists() and not title:
                 original = await asyncio.to_thread(found.cubin.read_bytes)
             else:
                 report("assembling the original")
-                text = timing.originals.get(uri, snap.doc.text)
+                # a suggestion is timed against the document as it is now
+                text = snap.doc.text if title else timing.originals.get(uri, snap.doc.text)
                 assembled = await asyncio.to_thread(commands.assemble, text, str(path))
                 if assembled.cubin is None:
                     return refuse(
@@ -509,6 +588,10 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
                 raise asyncio.CancelledError
             result = bench_to_dict(bench.result())
         view = gpu_timing.view_result(result)
+        if title:
+            kind = lsp.MessageType.Info if view.verified else lsp.MessageType.Warning
+            ls.window_show_message(lsp.ShowMessageParams(type=kind, message=f"{title} — GPU: {view.text}"))
+            return {"ok": view.verified, "version": snap.version, "suggestion": title, **view.summary}
         timing.put(uri, snap.version, view)
         extra_version, extra = ls.extra_diags.get(uri, (None, []))
         kept = [d for d in extra if d.code != gpu_timing.DIAG_CODE] if extra_version == snap.version else []
@@ -518,6 +601,36 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=view.text))
         _refresh_views(ls)
         return {"ok": view.verified, "version": snap.version, **view.summary}
+
+    @ls.command(reorder.CMD_SUGGEST)
+    async def cmd_suggest(uri: str) -> dict:
+        """The policy's reorder suggestions for the document's largest kernel, each with its WorkspaceEdit."""
+        snap = ls.snapshot(_check_uri(uri))
+        if snap is None:
+            raise ValueError(f"{uri} is not open")
+        name = Path(to_fs_path(uri) or uri).name if uri.startswith("file:") else uri
+        async with _progress(ls, f"Suggesting reorders for {name}"):
+            try:
+                # the largest kernel, by name, so that the job is shared with the code actions
+                largest = max(snap.index.kernels, key=lambda k: len(k.instr_lines), default=None)
+                found = await asyncio.shield(suggestions.job(snap, largest.name if largest else None))
+            except PolicyUnavailable as exc:
+                return {"ok": False, "message": str(exc), "suggestions": []}
+        cols = ls.columns(snap.doc)
+        items = []
+        for s in found:
+            edit = convert.to_lsp_workspace_edit(
+                reorder.line_edits(snap.index, s, snap.doc.eol), cols, uri, snap.version
+            )
+            items.append(
+                {**reorder.summary_json(s), "edit": edit, "time": reorder.time_arguments(snap.version, s)}
+            )
+        message = (
+            f"{len(items)} reorder suggestion(s) for {name}"
+            if items
+            else f"No reorder suggestions for {name}: no move lowers the predicted cycles"
+        )
+        return {"ok": True, "version": snap.version, "message": message, "suggestions": items}
 
 
 def _refresh_views(ls: SassLanguageServer) -> None:
@@ -532,6 +645,18 @@ def _refresh_views(ls: SassLanguageServer) -> None:
         futures.append(ls.workspace_inlay_hint_refresh(None))
     for future in futures:  # the answer does not matter; an error from the client is logged, not raised
         future.add_done_callback(lambda f: f.exception() and log.info("refresh failed: %s", f.exception()))
+
+
+SUGGEST_WAIT_S = (
+    3.0  # how long an explicit code-action request waits for the policy (its first load included)
+)
+
+
+def _launch_spec(uri: str) -> Path | None:
+    """``K.launch.toml`` beside the document, if there is one (GPU timing needs it)."""
+    fs = to_fs_path(uri) if uri.startswith("file:") else None
+    spec = gpu_timing.companions(Path(fs)).spec if fs else None
+    return spec if spec is not None and spec.exists() else None
 
 
 def _check_uri(uri: object) -> str:

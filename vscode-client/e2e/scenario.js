@@ -16,6 +16,7 @@ const WORKSPACE = process.env.E2E_WORKSPACE;
 const ART = process.env.E2E_ARTIFACTS || path.resolve(__dirname, "../artifacts");
 const CHROMIUM = process.env.E2E_CHROMIUM || "/usr/bin/chromium";
 const FILE = "kernel.cuasm";
+const SUGGEST_FILE = process.env.E2E_SUGGEST_FILE || "mm.cuasm"; // a kernel with a hot loop, in WORKSPACE
 const UI_TIMEOUT = 30_000; // a UI element that should appear
 const SERVER_TIMEOUT = 60_000; // something the language server must compute
 
@@ -97,6 +98,30 @@ async function viewLine(...parts) {
   const line = editor().locator(".view-line", { hasText: re }).first();
   await line.waitFor({ state: "visible", timeout: UI_TIMEOUT });
   return line;
+}
+
+/** Retry `probe` (an async predicate on UI state) until it holds; rejects after `timeout` ms. */
+async function until(probe, timeout) {
+  const deadline = Date.now() + timeout;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // between two probes, not a wait for the UI
+  }
+}
+
+/** Focus the code-action menu entry matching `pattern` with the arrow keys (the menu's own way), then Enter. */
+async function chooseAction(pattern) {
+  const rows = page.locator(".action-widget .monaco-list-row");
+  const n = await rows.count();
+  for (let i = 0; i <= n; i++) {
+    const focused = page.locator(".action-widget .monaco-list-row.focused").first();
+    if (pattern.test(await focused.innerText().catch(() => ""))) {
+      await page.keyboard.press("Enter");
+      return;
+    }
+    await page.keyboard.press("ArrowDown");
+  }
+  throw new Error(`no code action matching ${pattern} in the menu`);
 }
 
 async function dismissNotifications() {
@@ -226,37 +251,31 @@ async function dismissNotifications() {
         throw new MissingServerFeature("no 'Wait on SB…' quick fix offered for the hazard (textDocument/codeAction)");
       }
       const title = (await action.innerText()).trim();
-      // the action list has keyboard focus on its first entry; the only entry here is the fix
-      await page.keyboard.press("Enter");
+      await chooseAction(/Wait on SB\d/); // the menu also lists "Recompute control codes…"
       await viewLine(lineText.trim().slice(0, 21), target);
       await editor().locator(".squiggly-error").first().waitFor({ state: "detached", timeout: SERVER_TIMEOUT });
       return `applied "${title}"; line restored to ${lineText.trim().slice(0, 21)}; no error squiggles`;
     });
 
-    await step("Suggest reorders and apply one", ["open corpus .cuasm"], async () => {
-      await dismissNotifications();
-      await gotoLineColumn(LINE, opcodeCol + 1);
-      const before = await editor().locator(".view-lines").innerText();
-      await runCommand("SASS: Suggest reorders");
-      const pick = page.locator(".quick-input-widget .monaco-list-row").first();
-      const missing = page.locator(".notification-toast", { hasText: /does not provide|failed|nothing to suggest/ }).first();
-      const first = await Promise.race([
-        pick.waitFor({ state: "visible", timeout: SERVER_TIMEOUT }).then(() => "pick"),
-        missing.waitFor({ state: "visible", timeout: SERVER_TIMEOUT }).then(() => "message"),
-      ]);
-      if (first === "message") {
-        const text = (await missing.innerText()).replace(/\s+/g, " ");
-        if (/does not provide/.test(text)) throw new MissingServerFeature(`workspace/executeCommand 'sass-lsp.suggestReorders' (${text})`);
-        throw new Error(text);
+    await step("recompute control codes of the block", ["quick fix removes the diagnostic"], async () => {
+      // break the same dependency again, then repair the whole block instead of the one wait
+      await gotoLineColumn(LINE, digitCol + 1);
+      await page.keyboard.press("Shift+ArrowRight");
+      await page.keyboard.type("-");
+      await editor().locator(".squiggly-error").first().waitFor({ timeout: SERVER_TIMEOUT });
+      await gotoLineColumn(LINE, opcodeCol + 2);
+      await runCommand("Quick Fix...");
+      const action = page.locator(".action-widget .monaco-list-row", { hasText: "Recompute control codes for this basic block" }).first();
+      try {
+        await action.waitFor({ state: "visible", timeout: SERVER_TIMEOUT });
+      } catch {
+        throw new MissingServerFeature("no 'Recompute control codes for this basic block' code action");
       }
-      const title = (await pick.innerText()).replace(/\s+/g, " ");
-      await pick.click();
-      await page.waitForFunction(
-        (b) => document.querySelector(".editor-group-container.active .view-lines")?.innerText !== b,
-        before,
-        { timeout: SERVER_TIMEOUT },
-      );
-      return `applied "${title}"`;
+      const title = (await action.innerText()).trim();
+      await chooseAction(/Recompute control codes for this basic block/);
+      await editor().locator(".squiggly-error").first().waitFor({ state: "detached", timeout: SERVER_TIMEOUT });
+      const fixed = (await (await viewLine(target)).innerText()).replace(/\u00a0/g, " ").trim();
+      return `applied "${title}"; no error squiggles; ${fixed.slice(0, 40)}`;
     });
 
     await step("Assemble to cubin", ["quick fix removes the diagnostic"], async () => {
@@ -278,15 +297,64 @@ async function dismissNotifications() {
       return text;
     });
 
+    await step("Suggest reorders and apply one", ["open workbench"], async () => {
+      await dismissNotifications();
+      await page.locator(".explorer-folders-view .monaco-list-row", { hasText: SUGGEST_FILE }).first().click();
+      const tab = page.locator(".tabs-container .tab.active", { hasText: SUGGEST_FILE });
+      await tab.waitFor({ timeout: UI_TIMEOUT });
+      await editor().locator(".view-lines").waitFor({ timeout: UI_TIMEOUT });
+      if (await tab.evaluate((t) => t.classList.contains("dirty"))) throw new Error(`${SUGGEST_FILE} is modified before the step`);
+      // the kernel in view, with its cost-model lens ("hottest loop: N predicted cycles/iteration")
+      const kernelLine = fs.readFileSync(path.join(WORKSPACE, SUGGEST_FILE), "utf8").split("\n").findIndex((l) => /^\s*\.section\s+\.text\./.test(l)) + 1;
+      await gotoLineColumn(kernelLine + 20, 1); // centred: the kernel's header near the top, its code below
+      const lens = editor().locator(".codelens-decoration", { hasText: /hottest (loop|block): [\d,]+ predicted cycles/ }).first();
+      await lens.waitFor({ timeout: SERVER_TIMEOUT });
+      const lensText = (await lens.innerText()).replace(/\s+/g, " ").trim();
+      // the hottest loop (or block) in the middle of the view: where the suggestions move instructions
+      const hot = /\(lines (\d+)–(\d+)\)/.exec(lensText);
+      if (hot) await gotoLineColumn(Math.round((Number(hot[1]) + Number(hot[2])) / 2), 1);
+      await runCommand("SASS: Suggest reorders");
+      await page.mouse.move(20, 990); // off the quick pick, which opens where the palette row was clicked
+      const pick = page.locator(".quick-input-widget .monaco-list-row").first();
+      const missing = page.locator(".notification-toast", { hasText: /does not provide|failed|nothing to suggest|No reorder|Reorder suggestions/ }).first();
+      const first = await Promise.race([
+        pick.waitFor({ state: "visible", timeout: SERVER_TIMEOUT * 2 }).then(() => "pick"),
+        missing.waitFor({ state: "visible", timeout: SERVER_TIMEOUT * 2 }).then(() => "message"),
+      ]);
+      if (first === "message") {
+        const text = (await missing.innerText()).replace(/\s+/g, " ");
+        if (/does not provide/.test(text)) throw new MissingServerFeature(`workspace/executeCommand 'sass-lsp.suggestReorders' (${text})`);
+        throw new Error(text);
+      }
+      const rows = await page.locator(".quick-input-widget .monaco-list-row").count();
+      const title = (await pick.innerText()).replace(/\s+/g, " ").trim();
+      if (!/^Reorder: .*predicted −[\d.]+% cycles/.test(title)) throw new Error(`unexpected suggestion title: ${title}`);
+      await page.screenshot({ path: path.join(ART, "suggestion.png") }); // the README's picture
+      await page.keyboard.press("Enter"); // the first (best) suggestion has the focus
+      // applied: the editor holds an unsaved change (the edit may lie outside the visible lines)
+      await page.locator(".tabs-container .tab.active.dirty", { hasText: SUGGEST_FILE }).waitFor({ timeout: SERVER_TIMEOUT });
+      // one undo restores the file exactly as it was saved
+      await editor().click({ position: { x: 600, y: 300 } });
+      await page.keyboard.press("Control+Z");
+      await page.waitForFunction(
+        (name) => [...document.querySelectorAll(".tabs-container .tab.active")].some((t) => t.textContent.includes(name) && !t.classList.contains("dirty")),
+        SUGGEST_FILE,
+        { timeout: UI_TIMEOUT },
+      );
+      return `lens "${lensText}"; ${rows} suggestion(s); applied "${title}"; one undo restored the saved text`;
+    });
+
     await step("open .cubin offers to disassemble", ["open workbench"], async () => {
       await dismissNotifications();
       await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "add.cubin" }).first().click();
       const toast = page.locator(".notification-toast", { hasText: "is a CUDA binary" }).first();
       await toast.waitFor({ state: "visible", timeout: UI_TIMEOUT });
       await page.locator(".tabs-container .tab.active", { hasText: "add.cubin" }).waitFor({ timeout: UI_TIMEOUT });
-      // the cubin page is a webview: an iframe (VS Code's host) holding an iframe with our HTML
-      await page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame")
-        .getByText("Disassemble to .cuasm").waitFor({ timeout: UI_TIMEOUT }).catch(() => undefined); // bonus screenshot only
+      // the cubin page is a webview (nested iframes): wait until one of the page's frames shows its button
+      await until(async () => {
+        for (const frame of page.frames()) if (await frame.getByText("Disassemble to .cuasm").count().catch(() => 0)) return true;
+        return false;
+      }, UI_TIMEOUT).catch(() => undefined); // bonus screenshot only
       await page.screenshot({ path: path.join(ART, `${String(shot + 1).padStart(2, "0")}b-cubin-page.png`) });
       await toast.locator(".monaco-button", { hasText: "Disassemble" }).click();
       await page.locator(".tabs-container .tab", { hasText: "add.cuasm" }).first().waitFor({ timeout: SERVER_TIMEOUT });

@@ -9,9 +9,15 @@
 #
 # Environment:
 #   SASS_LSP_PYTHON  Python with sass_lsp + pygls installed (default: ../.venv/bin/python, then python3)
-#   E2E_CUASM        the .cuasm file to open (default: /work/shared/corpus/sm_90/triton_add.cuasm if present,
+#   E2E_CUASM        the .cuasm file to open (default: triton_add.cuasm of the shared corpus if present,
 #                    else the disassembly of sass_lsp/examples/triton_add.cubin)
+#   E2E_SUGGEST_CUASM  the .cuasm "Suggest reorders" runs on (default: the shared corpus's mm_f16_64x64x32.cuasm,
+#                    a kernel with a hot loop that policy_models/reorder-v1 improves; else kernel.cuasm)
+#   SASS_LSP_SHARED  where the shared corpus lives (default: ../shared beside the checkout, as tests/paths.py)
 #   E2E_PORT         code-server port on 127.0.0.1 (default 8765)
+#   E2E_CACHE        where code-server is installed, kept between runs (default: ~/.cache/sass-lsp-e2e)
+#   E2E_POLICY       sass-lsp.policyModelPath for the run (default: unset, i.e. the server's policy_models/reorder-v1)
+#   E2E_UPDATE_SCREENSHOTS=1  also copy the README's screenshot (suggestion.png) to docs/screenshots/
 #
 # Every step's wall time is printed as "[time] <step> <seconds>s" and collected in artifacts/timings.txt.
 # Screenshots and logs go to artifacts/. Processes started here are always stopped on exit.
@@ -20,12 +26,13 @@ set -euo pipefail
 CLIENT_DIR="$(cd "$(dirname "$0")/.." && pwd)"
 REPO_DIR="$(cd "$CLIENT_DIR/.." && pwd)"
 CODE_SERVER_VERSION=4.100.3
-E2E_DIR="$CLIENT_DIR/.e2e"                 # git-ignored: code-server install and per-run state
+# code-server's install (300 MB, minutes to build) outlives the checkout: CI starts from a clean one
+CS_DIR="${E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sass-lsp-e2e}/code-server-$CODE_SERVER_VERSION"
 ART_DIR="$CLIENT_DIR/artifacts"            # git-ignored
 PORT="${E2E_PORT:-8765}"
 MODE="${1:-all}"
 
-mkdir -p "$E2E_DIR" "$ART_DIR"
+mkdir -p "$CS_DIR" "$ART_DIR"
 TIMINGS="$ART_DIR/timings.txt"
 echo "# $(date -u +%FT%TZ) scripts/e2e.sh ${1:-} on $(nproc) cores" >>"$TIMINGS"
 
@@ -81,12 +88,11 @@ install_npm_deps() {
 }
 
 install_code_server() {
-  local bin="$E2E_DIR/code-server/node_modules/.bin/code-server"
+  local bin="$CS_DIR/node_modules/.bin/code-server"
   if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "^$CODE_SERVER_VERSION"; then
     echo "code-server $CODE_SERVER_VERSION already installed"; return
   fi
-  mkdir -p "$E2E_DIR/code-server"
-  cd "$E2E_DIR/code-server"
+  cd "$CS_DIR"
   [ -f package.json ] || echo '{"name":"e2e-code-server","private":true}' >package.json
   # root + npm 11: --unsafe-perm for the postinstall, yes=true for node-pty's `npx node-gyp`
   npm_config_yes=true npm_config_unsafe_perm=true \
@@ -139,18 +145,22 @@ echo "server python: $PYTHON"
 
 WS="$RUN_DIR/workspace"
 mkdir -p "$WS" "$RUN_DIR/data/User" "$RUN_DIR/ext" "$RUN_DIR/xdg-config" "$RUN_DIR/xdg-data" "$RUN_DIR/xdg-cache"
-CUASM="${E2E_CUASM:-/work/shared/corpus/sm_90/triton_add.cuasm}"
+CORPUS="${SASS_LSP_SHARED:-$REPO_DIR/../shared}/corpus/sm_90"
+CUASM="${E2E_CUASM:-$CORPUS/triton_add.cuasm}"
 if [ -f "$CUASM" ]; then
   cp "$CUASM" "$WS/kernel.cuasm"
 else
   "$PYTHON" -m sass_lsp disasm "$REPO_DIR/sass_lsp/examples/triton_add.cubin" -o "$WS/kernel.cuasm"
 fi
+SUGGEST_CUASM="${E2E_SUGGEST_CUASM:-$CORPUS/mm_f16_64x64x32.cuasm}"
+if [ -f "$SUGGEST_CUASM" ]; then cp "$SUGGEST_CUASM" "$WS/mm.cuasm"; else cp "$WS/kernel.cuasm" "$WS/mm.cuasm"; fi
 cp "$REPO_DIR/sass_lsp/examples/triton_add.cubin" "$WS/add.cubin"   # disassembles to add.cuasm
 
 cat >"$RUN_DIR/data/User/settings.json" <<EOF
 {
   "sass-lsp.pythonPath": "$PYTHON",
   "sass-lsp.trace.server": "messages",
+  "sass-lsp.policyModelPath": "${E2E_POLICY:-}",
   "files.autoSave": "off",
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
@@ -169,7 +179,7 @@ cat >"$RUN_DIR/data/User/settings.json" <<EOF
 EOF
 
 export XDG_CONFIG_HOME="$RUN_DIR/xdg-config" XDG_DATA_HOME="$RUN_DIR/xdg-data" XDG_CACHE_HOME="$RUN_DIR/xdg-cache"
-CS="$E2E_DIR/code-server/node_modules/.bin/code-server"
+CS="$CS_DIR/node_modules/.bin/code-server"
 CS_ARGS=(--auth none --disable-telemetry --disable-update-check --disable-workspace-trust
          --user-data-dir "$RUN_DIR/data" --extensions-dir "$RUN_DIR/ext")
 
@@ -188,4 +198,9 @@ start_code_server() {
 step "start code-server" start_code_server
 
 export E2E_URL="http://127.0.0.1:$PORT/?folder=$WS" E2E_WORKSPACE="$WS" E2E_ARTIFACTS="$ART_DIR"
+rm -f "$ART_DIR"/*.png "$ART_DIR"/e2e-report.*   # a picture from an earlier run must never pass for this one's
 step "playwright scenario" node "$CLIENT_DIR/e2e/scenario.js"
+if [ "${E2E_UPDATE_SCREENSHOTS:-0}" = 1 ]; then
+  cp "$ART_DIR/suggestion.png" "$REPO_DIR/docs/screenshots/suggestion.png"
+  echo "updated docs/screenshots/suggestion.png"
+fi

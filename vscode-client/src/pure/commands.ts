@@ -13,7 +13,7 @@ export const COMMANDS: readonly ClientCommand[] = [
   { id: "cuasm.assemble", title: "Assemble", server: "sass-lsp.assemble", target: "cuasm" },
   { id: "cuasm.check", title: "Check", server: "sass-lsp.check", target: "cuasm" },
   { id: "cuasm.suggestReorders", title: "Suggest reorders", server: "sass-lsp.suggestReorders", target: "cuasm" },
-  { id: "cuasm.timeOnGpu", title: "Time on GPU", server: "sass-lsp.timeOnGpu", target: "cuasm" },
+  { id: "cuasm.timeOnGpu", title: "Time on GPU", server: "sass-lsp.timeEdit", target: "cuasm" },
   { id: "cuasm.optimizeSchedule", title: "Optimize schedule", server: "sass-lsp.optimizeSchedule", target: "cuasm" },
   { id: "cuasm.restartServer", title: "Restart server", target: "none" },
   { id: "cuasm.showOutput", title: "Show server log", target: "none" },
@@ -67,7 +67,11 @@ export function presentResult(command: ClientCommand, result: unknown): Presenta
     const choices = list.map(asChoice).filter((c): c is EditChoice => c !== undefined);
     const message = isObject(result) && typeof result.message === "string" ? result.message : undefined;
     if (choices.length) return { kind: "pick", text: message ?? `${name}: ${choices.length} suggestion(s)`, choices };
-    if (list.length === 0) return { kind: "message", severity: "info", text: message ?? `${name}: nothing to suggest.` };
+    // e.g. sass-lsp.suggestReorders without a policy: {ok: false, message: "…no policy checkpoint…", suggestions: []}
+    const failed = isObject(result) && result.ok === false;
+    if (list.length === 0) {
+      return { kind: "message", severity: failed ? "warning" : "info", text: message ? `${name}: ${message}` : `${name}: nothing to suggest.` };
+    }
   }
   if (isObject(result)) {
     const details = JSON.stringify(result, null, 2);

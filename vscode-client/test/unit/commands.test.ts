@@ -53,3 +53,27 @@ test("a command the server lacks is named as a missing server feature", () => {
   const other = presentError(byId("cuasm.assemble"), "boom", ["sass-lsp.assemble"]);
   assert.deepEqual(other, { kind: "message", severity: "error", text: "Assemble failed: boom" });
 });
+
+test("sass-lsp.suggestReorders answers (sass_lsp/server/handlers.py cmd_suggest): a pick, or why not", () => {
+  const edit = { documentChanges: [{ textDocument: { uri: "file:///w/k.cuasm", version: 4 }, edits: [{ range: { start: { line: 9, character: 0 }, end: { line: 12, character: 40 } }, newText: "a\nb\nc\nd" }] }] };
+  const time = { version: 4, title: "Reorder: hoist 2 LDG above FFMA — predicted −6% cycles", kernel: "k", edits: [[10, 13, ["a", "b", "c", "d"]]] };
+  const answer = {
+    ok: true,
+    version: 4,
+    message: "1 reorder suggestion(s) for k.cuasm",
+    suggestions: [{ title: time.title, detail: "k: 2 move(s); hottest loop 300 → 282 predicted cycles", kernel: "k", moves: ["m1", "m2"], predicted_gain: 0.06, cost_before: 300, cost_after: 282, edit, time }],
+  };
+  assert.deepEqual(presentResult(byId("cuasm.suggestReorders"), answer), {
+    kind: "pick",
+    text: "1 reorder suggestion(s) for k.cuasm",
+    choices: [{ title: time.title, detail: answer.suggestions[0].detail, edit, command: undefined }],
+  });
+  const off = { ok: false, message: "Reorder suggestions are off: no policy checkpoint at /p (set sass-lsp.policyModelPath).", suggestions: [] };
+  assert.deepEqual(presentResult(byId("cuasm.suggestReorders"), off), { kind: "message", severity: "warning", text: `Suggest reorders: ${off.message}` });
+  const none = { ok: true, version: 4, message: "No reorder suggestions for k.cuasm: no move lowers the predicted cycles", suggestions: [] };
+  assert.deepEqual(presentResult(byId("cuasm.suggestReorders"), none), { kind: "message", severity: "info", text: `Suggest reorders: ${none.message}` });
+});
+
+test("Time on GPU runs the server's sass-lsp.timeEdit", () => {
+  assert.equal(byId("cuasm.timeOnGpu").server, "sass-lsp.timeEdit");
+});
