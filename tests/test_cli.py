@@ -21,6 +21,8 @@ def test_demo_round_trip_is_byte_identical(tmp_path: Path) -> None:
     proc = run_cli("demo", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "round trip is byte-identical" in proc.stdout
+    assert "hazard check of the control codes: 0 errors" in proc.stdout
+    assert "5. reorder policy: 1 suggestions" in proc.stdout and "Reorder: " in proc.stdout
     assert (tmp_path / "triton_add.cubin").read_bytes() == DEMO_CUBIN.read_bytes()
 
 
@@ -71,3 +73,23 @@ def test_asm_refuses_to_overwrite_its_input(tmp_path: Path) -> None:
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     proc = run_cli("disasm", str(tmp_path / "nope.cubin"))
     assert proc.returncode == 2 and "nope.cubin: cannot read" in proc.stderr
+
+
+def test_suggest_json_edits_reparse_hazard_free(tmp_path: Path) -> None:
+    import json
+
+    from sass_lsp.analysis import check_module
+    from sass_lsp.cuasm import parse_cuasm
+    from sass_lsp.schedule.search import apply_edits
+
+    cuasm = tmp_path / "k.cuasm"
+    assert run_cli("disasm", str(DEMO_CUBIN), "-o", str(cuasm)).returncode == 0
+    proc = run_cli("suggest", str(cuasm), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found and all(s["predicted_gain"] > 0 for s in found)
+    text = cuasm.read_text()
+    for s in found:
+        edited = apply_edits(text, [(a, b, list(new)) for a, b, new in s["edits"]])
+        assert edited != text
+        assert not [f for f in check_module(parse_cuasm(edited)[0], "sm_90") if f.severity == "error"]
