@@ -12,24 +12,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from sass_lsp.schedule import features
 from sass_lsp.schedule import observation as ob
 
 LOAD_LAT = 24
 ALU_LAT = 4
 
 
-def observation_space() -> spaces.Dict:
-    w, c = ob.W_MAX, ob.C_MAX
-    return spaces.Dict(
-        {
-            "tok": spaces.Box(0, max(ob.TOKEN_VOCAB) - 1, (w, len(ob.TOKEN_VOCAB)), np.int64),
-            "num": spaces.Box(-np.inf, np.inf, (w, ob.N_NUM), np.float32),
-            "adj": spaces.Box(0, 31, (w, w), np.uint8),
-            "cand": spaces.Box(0, w - 1, (c, 2), np.int64),
-            "cand_mask": spaces.MultiBinary(c),
-            "n": spaces.Box(0, w, (1,), np.int64),
-        }
-    )
+observation_space = features.observation_space  # the real contract, so the toy cannot drift from it
 
 
 class ToyReorder(gym.Env):
