@@ -121,6 +121,10 @@ class Semantics:
             old = self._lat.get(key)
             if old is None or SOURCE_RANK[lr.source] > SOURCE_RANK[old.source]:
                 self._lat[key] = lr
+        self._measured_floor = {
+            (r["producer"], r["consumer"], r["operand"]): int(r["cycles"])
+            for r in data.get("measured_not_applied", [])
+        }
         self.var_latency: dict[str, dict] = data.get("var_latency", {})
         self.params: dict[str, dict] = data.get("params", {})
         self._info_cache: dict[tuple[str, tuple[str, ...]], dict] = {}
@@ -155,6 +159,17 @@ class Semantics:
             if row is not None and SOURCE_RANK[row.source] >= SOURCE_RANK["3rd"]:
                 return row
         return lat.get((producer, "*", operand))
+
+    def placement_latency(self, producer: str, consumer: str, operand: str) -> int | None:
+        """Cycles to leave between a producer and a consumer that an edit places closer than ptxas did: the
+        checker's latency raised to a hardware measurement it does not apply (``measured_not_applied``: the
+        H200 needs 5 cycles for IADD3 -> IMAD, yet ptxas places VIADD -> IMAD at 4, so the checker keeps 4
+        rather than flag ptxas's own code)."""
+        row = self.latency(producer, consumer, operand)
+        floor = self._measured_floor.get((producer, consumer, operand))
+        if row is None:
+            return floor
+        return max(row.cycles, floor or 0)
 
     def param(self, name: str) -> int | None:
         row = self.params.get(name)
