@@ -442,4 +442,15 @@ def _tail(line: str, ins: Node, text: str) -> str:
         else:  # a comment inside the instruction: drop .reuse from the code part only
             code, sep, comment = line.partition("//")
             line = _REUSE.sub("", code) + sep + comment
+        # Reuse flags the text does not show travel in the word trailer: they go with the dropped .reuse.
+        line = _WORD_TRAILER.sub(_without_reuse_bits, line)
     return line[end:]
+
+
+_WORD_TRAILER = re.compile(r"// (hidden|raw) 0x([0-9a-fA-F]{32})")
+REUSE_BITS = 0xF << 122  # the four operand-slot reuse flags of the 128-bit word (isa/control.py)
+
+
+def _without_reuse_bits(m: re.Match) -> str:
+    kind, word = m.group(1), int(m.group(2), 16) & ~REUSE_BITS
+    return f"// {kind} 0x{word:032x}"
