@@ -454,3 +454,35 @@ async def test_suggestion_latency_on_the_largest_corpus_file(client: LanguageCli
         f"light bulb median {sorted(bulb)[2]:.0f} ms"
     )
     await configure(client)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_optimize_schedule_screens_candidates_on_the_worker_and_offers_only_verified(
+    client: LanguageClient,
+):
+    """sass-lsp.optimizeSchedule end to end over stdio with the fake GPU backend: the policy's candidates are
+    assembled and sent to the worker until the budget is spent; the fake device cannot run real cubins, so
+    every candidate is rejected and nothing is offered (an edit is offered only once confirmed faster)."""
+    from sass_lsp.gpu import spec_from_json, write_spec
+
+    path, uri, _ = open_copy(client, ADD, "optimize.cuasm")
+    no_spec = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="sass-lsp.optimizeSchedule", arguments=[uri])
+    )
+    assert no_spec["ok"] is False and no_spec["verdict"] == "spec_error", no_spec
+    assert "optimize.launch.toml" in no_spec["message"]
+    cubin = (SHARED_CORPUS / "triton_add.cubin").read_bytes()
+    spec = spec_from_json((SHARED_CORPUS / "triton_add.json").read_text(), cubin)
+    path.with_name("optimize.launch.toml").write_text(write_spec(spec))
+    client.workspace_did_change_configuration(
+        lsp.DidChangeConfigurationParams(settings={"sass-lsp": {"optimizeBudgetS": 0.01}})
+    )
+    result = await asyncio.wait_for(
+        client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(command="sass-lsp.optimizeSchedule", arguments=[uri])
+        ),
+        timeout=240,
+    )
+    assert result["ok"] is False and result["choices"] == [], result
+    m = re.search(r"(\d+) candidates in \d+ GPU s \((\d+) rejected\)", result["message"])
+    assert m and int(m.group(1)) >= 1 and m.group(1) == m.group(2), result["message"]

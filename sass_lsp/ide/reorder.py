@@ -81,6 +81,19 @@ def line_edits(index: DocumentIndex, s: SuggestionView, eol: str = "\n") -> tupl
     return tuple(replace_lines(index.lines, a, b, list(new), eol) for a, b, new in sorted(s.edits))
 
 
+def text_edits(index: DocumentIndex, new_text: str, eol: str = "\n") -> tuple:
+    """The edit turning the document into ``new_text`` (a reordering: same number of lines): one
+    replacement from the first to the last line that differs."""
+    old, new = index.lines, new_text.split(eol)
+    if len(new) != len(old):
+        raise ValueError("expected a reordering: the same number of lines")
+    changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+    if not changed:
+        return ()
+    first, last = changed[0], changed[-1]
+    return (replace_lines(old, first + 1, last + 1, new[first : last + 1], eol),)
+
+
 def time_arguments(version: int, s: SuggestionView) -> dict[str, Any]:
     """The second argument of ``sass-lsp.timeEdit`` for a suggestion: the edit to time."""
     return {

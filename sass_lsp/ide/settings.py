@@ -24,6 +24,9 @@ class Settings:
     gpuDevice: int = 0
     """CUDA device index used for GPU timing."""
 
+    optimizeBudgetS: float = 60.0
+    """GPU seconds that "Optimize schedule" spends screening candidates (then it confirms the best)."""
+
     policyModelPath: str | None = None
     """Checkpoint of the reorder policy (a directory; relative to the workspace folder); ``None``: the one
     in sass-lsp's ``policy_models/reorder-v1``. Suggestions need torch in the server's Python."""
@@ -71,6 +74,10 @@ def _check(name: str, value: Any) -> Any:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         raise ValueError("expected a device index >= 0")
+    if name == "optimizeBudgetS":
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 3600:
+            return float(value)
+        raise ValueError("expected seconds between 0 and 3600")
     if name == "policyModelPath":
         if value is None or isinstance(value, str):
             return value or None

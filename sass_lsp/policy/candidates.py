@@ -28,7 +28,10 @@ def policy_candidates(
 ) -> Iterator[Candidate]:
     from sass_lsp.schedule.game import ReorderGame
 
-    for s in suggest(text, arch, net=net, top=first, kernel=kernel, max_moves=max_moves, branches=first):
+    found = suggest(
+        text, arch, net=net, top=first, kernel=kernel, max_moves=max_moves, branches=first, time_budget_s=2.0
+    )
+    for s in found:
         edits = [(a, b, list(new)) for a, b, new in s.edits]
         yield Candidate(apply_edits(text, edits), "policy", s.moves, s.cost_before / s.cost_after)
     game = ReorderGame.from_text(text, arch, kernel=kernel, max_steps=max_moves)

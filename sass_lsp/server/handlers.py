@@ -35,12 +35,14 @@ from sass_lsp.ide.timeline_view import KernelTimeline, kernel_timeline
 from sass_lsp.server import convert
 from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot
 from sass_lsp.server.suggestions import PolicyUnavailable, SuggestionJobs
+from sass_lsp.server.suggestions import load_net as load_policy_net
 
 log = logging.getLogger("sass_lsp.server")
 
 CMD_DISASSEMBLE = "sass-lsp.disassemble"
 CMD_ASSEMBLE = "sass-lsp.assemble"
 CMD_CHECK = "sass-lsp.check"
+CMD_OPTIMIZE = "sass-lsp.optimizeSchedule"
 
 
 def _pos(ls: SassLanguageServer, uri: str, position: lsp.Position) -> tuple[Snapshot, int, int] | None:
@@ -601,6 +603,90 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=view.text))
         _refresh_views(ls)
         return {"ok": view.verified, "version": snap.version, **view.summary}
+
+    @ls.command(CMD_OPTIMIZE)
+    async def cmd_optimize(uri: str) -> dict:
+        """``sass-lsp optimize`` for the open document: the policy's candidates, each verified bit for bit
+        and timed against the document in the GPU worker for ``optimizeBudgetS`` GPU seconds; the best is
+        confirmed on fresh inputs and, only if verified faster, offered as one edit (``choices``) to apply."""
+        uri = _check_uri(uri)
+        snap = ls.snapshot(uri)
+        if snap is None:
+            raise ValueError(f"{uri} is not open")
+        path = Path(to_fs_path(uri) or uri) if uri.startswith("file:") else Path(uri)
+        found = gpu_timing.companions(path)
+
+        def refuse(verdict: str, message: str) -> dict:
+            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
+            return {"ok": False, "verdict": verdict, "message": message, "choices": []}
+
+        if not found.spec.exists():
+            return refuse("spec_error", gpu_timing.missing_spec_message(path, found.spec))
+        if not snap.arch:
+            return refuse("no_arch", "Optimize needs the file's arch (set sass-lsp.arch).")
+        from sass_lsp.gpu import GpuRunner, SpecError, load_spec
+        from sass_lsp.gpu.measure import GpuMeasure
+        from sass_lsp.gpu.optimize import optimize
+
+        try:
+            spec = await asyncio.to_thread(load_spec, found.spec)
+            net = await asyncio.to_thread(load_policy_net, suggestions.policy_path())
+        except SpecError as exc:
+            return refuse("spec_error", f"{found.spec}: {exc}")
+        except PolicyUnavailable as exc:
+            return refuse("no_policy", str(exc))
+        text = snap.doc.text
+        assembled = await asyncio.to_thread(commands.assemble, text, str(path))
+        if assembled.cubin is None:
+            return refuse("assemble_error", f"{path.name} does not assemble (see diagnostics)")
+        prog = _progress(ls, f"Optimizing {path.name} on the GPU")
+        loop = asyncio.get_running_loop()
+
+        def report(message: str) -> None:
+            if prog.enabled and prog.token in ls.work_done_progress.tokens:
+                ls.work_done_progress.report(prog.token, lsp.WorkDoneProgressReport(message=message))
+
+        def on_trial(trial) -> None:  # noqa: ANN001 (search.Trial, in the worker thread)
+            done = f"{len(measure_log)} candidates, {trial.spent:.0f}/{budget:.0f} GPU s"
+            measure_log.append(trial)
+            loop.call_soon_threadsafe(report, done)
+
+        def run() -> object:
+            from sass_lsp.policy.candidates import policy_candidates
+
+            cands = policy_candidates(text, snap.arch, net=net, kernel=spec.kernel)
+            return optimize(cands, measure, budget, on_trial=on_trial)
+
+        budget = ls.settings.optimizeBudgetS
+        measure_log: list = []
+        async with prog as cancelled:
+            runner = GpuRunner()
+            measure = GpuMeasure(runner, assembled.cubin, spec, spec.label)
+            work = asyncio.ensure_future(asyncio.to_thread(run))
+            waiter = asyncio.ensure_future(cancelled.wait())
+            try:
+                await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                await asyncio.to_thread(runner.close)
+            if not work.done() or cancelled.is_set():
+                raise asyncio.CancelledError
+            result = work.result()
+        trials = result.log.trials
+        rejected = sum(not t.result.accepted for t in trials)
+        head = f"{path.name}: {len(trials)} candidates in {result.log.spent:.0f} GPU s ({rejected} rejected)"
+        conf = result.confirmation
+        if not result.verified or conf is None or result.best is None:
+            why = conf.message if conf is not None else "none was faster than the original when screened"
+            message = f"{head}; nothing verified faster: {why}"
+            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Info, message=message))
+            return {"ok": False, "verdict": "not_faster", "message": message, "choices": []}
+        edits = reorder.text_edits(snap.index, result.best.candidate.text, snap.doc.eol)
+        edit = convert.to_lsp_workspace_edit(edits, ls.columns(snap.doc), uri, snap.version)
+        title = f"Apply the verified schedule: {conf.message}"
+        detail = "; ".join(result.best.candidate.moves[:4])
+        message = f"{head}; best verified: {conf.message}"
+        return {"ok": True, "message": message, "choices": [{"title": title, "detail": detail, "edit": edit}]}
 
     @ls.command(reorder.CMD_SUGGEST)
     async def cmd_suggest(uri: str) -> dict:
