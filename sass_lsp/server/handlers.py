@@ -510,12 +510,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
 
         With a second argument (:func:`reorder.time_arguments`), time that suggestion's edit applied to the
         document against the document as it is: the result is a message, the document keeps its lens."""
-        uri = _check_uri(uri)
-        snap = ls.snapshot(uri)
-        if snap is None:
-            raise ValueError(f"{uri} is not open")
-        path = Path(to_fs_path(uri) or uri) if uri.startswith("file:") else Path(uri)
-        found = gpu_timing.companions(path)
+        uri, snap, path, found = _open_with_companions(ls, uri)
 
         def refuse(verdict: str, message: str) -> dict:
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
@@ -544,10 +539,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             return refuse("spec_error", f"{found.spec}: {exc}")
         prog = _progress(ls, f"Timing {path.name} on the GPU")
         loop = asyncio.get_running_loop()
-
-        def report(message: str) -> None:
-            if prog.enabled and prog.token in ls.work_done_progress.tokens:
-                ls.work_done_progress.report(prog.token, lsp.WorkDoneProgressReport(message=message))
+        report = prog.report
 
         async with prog as cancelled:
             report("assembling the edit")
@@ -577,18 +569,12 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
                 loop.call_soon_threadsafe(report, f"{phase} {done}/{total}" if total else phase)
 
             runner = GpuRunner()
-            bench = asyncio.ensure_future(
-                asyncio.to_thread(run_bench, original, edited.cubin, spec, progress=progress, runner=runner)
-            )
-            waiter = asyncio.ensure_future(cancelled.wait())
-            try:
-                await asyncio.wait({bench, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-                await asyncio.to_thread(runner.close)  # also ends a run still in flight (cancelled)
-            if not bench.done() or cancelled.is_set():
-                raise asyncio.CancelledError
-            result = bench_to_dict(bench.result())
+
+            def work() -> object:
+                return run_bench(original, edited.cubin, spec, progress=progress, runner=runner)
+
+            bench = await _until_done_or_cancelled(cancelled, runner, work)
+            result = bench_to_dict(bench)
         view = gpu_timing.view_result(result)
         if title:
             kind = lsp.MessageType.Info if view.verified else lsp.MessageType.Warning
@@ -609,12 +595,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         """``sass-lsp optimize`` for the open document: the policy's candidates, each verified bit for bit
         and timed against the document in the GPU worker for ``optimizeBudgetS`` GPU seconds; the best is
         confirmed on fresh inputs and, only if verified faster, offered as one edit (``choices``) to apply."""
-        uri = _check_uri(uri)
-        snap = ls.snapshot(uri)
-        if snap is None:
-            raise ValueError(f"{uri} is not open")
-        path = Path(to_fs_path(uri) or uri) if uri.startswith("file:") else Path(uri)
-        found = gpu_timing.companions(path)
+        uri, snap, path, found = _open_with_companions(ls, uri)
 
         def refuse(verdict: str, message: str) -> dict:
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
@@ -641,10 +622,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             return refuse("assemble_error", f"{path.name} does not assemble (see diagnostics)")
         prog = _progress(ls, f"Optimizing {path.name} on the GPU")
         loop = asyncio.get_running_loop()
-
-        def report(message: str) -> None:
-            if prog.enabled and prog.token in ls.work_done_progress.tokens:
-                ls.work_done_progress.report(prog.token, lsp.WorkDoneProgressReport(message=message))
+        report = prog.report
 
         def on_trial(trial) -> None:  # noqa: ANN001 (search.Trial, in the worker thread)
             done = f"{len(measure_log)} candidates, {trial.spent:.0f}/{budget:.0f} GPU s"
@@ -662,16 +640,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         async with prog as cancelled:
             runner = GpuRunner()
             measure = GpuMeasure(runner, assembled.cubin, spec, spec.label)
-            work = asyncio.ensure_future(asyncio.to_thread(run))
-            waiter = asyncio.ensure_future(cancelled.wait())
-            try:
-                await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
-                await asyncio.to_thread(runner.close)
-            if not work.done() or cancelled.is_set():
-                raise asyncio.CancelledError
-            result = work.result()
+            result = await _until_done_or_cancelled(cancelled, runner, run)
         trials = result.log.trials
         rejected = sum(not t.result.accepted for t in trials)
         head = f"{path.name}: {len(trials)} candidates in {result.log.spent:.0f} GPU s ({rejected} rejected)"
@@ -717,6 +686,31 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             else f"No reorder suggestions for {name}: no move lowers the predicted cycles"
         )
         return {"ok": True, "version": snap.version, "message": message, "suggestions": items}
+
+
+def _open_with_companions(ls: SassLanguageServer, uri: str) -> tuple[str, Snapshot, Path, object]:
+    """(uri, snapshot, path, gpu_timing.companions) of an open document; ValueError when it is not open."""
+    uri = _check_uri(uri)
+    snap = ls.snapshot(uri)
+    if snap is None:
+        raise ValueError(f"{uri} is not open")
+    path = Path(to_fs_path(uri) or uri) if uri.startswith("file:") else Path(uri)
+    return uri, snap, path, gpu_timing.companions(path)
+
+
+async def _until_done_or_cancelled(cancelled: asyncio.Event, runner: object, work) -> object:  # noqa: ANN001
+    """Run the blocking ``work`` (which uses ``runner``) in a thread; when the client cancels, closing the
+    runner ends a GPU run still in flight and the request ends with CancelledError."""
+    job = asyncio.ensure_future(asyncio.to_thread(work))
+    waiter = asyncio.ensure_future(cancelled.wait())
+    try:
+        await asyncio.wait({job, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        await asyncio.to_thread(runner.close)  # type: ignore[attr-defined]
+    if not job.done() or cancelled.is_set():
+        raise asyncio.CancelledError
+    return job.result()
 
 
 def _refresh_views(ls: SassLanguageServer) -> None:
@@ -825,6 +819,11 @@ class _progress:
                 log.warning("work done progress unavailable", exc_info=True)
                 self.enabled = False
         return self.cancelled
+
+    def report(self, message: str) -> None:
+        """A progress message (dropped when the client does not show progress or it has ended)."""
+        if self.enabled and self.token in self.ls.work_done_progress.tokens:
+            self.ls.work_done_progress.report(self.token, lsp.WorkDoneProgressReport(message=message))
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
         if self.enabled:
