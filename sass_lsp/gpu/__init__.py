@@ -14,6 +14,8 @@ paths)
 - ``worker.py``, ``protocol.py``, ``runner.py``  the worker process, its JSON-lines protocol, the parent side
 - ``bench.py``       :func:`run_bench`, :func:`format_bench`, JSON output for the CLI
 - ``profile.py``, ``launch_once.py``  per-instruction profiles through Nsight Compute
+- ``measure.py``, ``optimize.py``  schedule search on the GPU: one candidate -> verified, timed measurement
+  (JSON-lines log); screen within a budget, confirm the best, write the report, plot and verified outputs
 
 Architecture Invariant: importing this package loads neither the CUDA driver nor torch; only the worker
 process
