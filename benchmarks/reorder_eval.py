@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from sass_lsp.cuasm import assemble_cuasm, write_cuasm
+from sass_lsp.cuasm import assemble_cuasm, parse_cuasm, write_cuasm
+from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.gpu import GpuRunner, load_spec, spec_from_json
 from sass_lsp.gpu.bench import bench_to_dict
 from sass_lsp.gpu.corpus import corpus_dir
@@ -59,12 +60,6 @@ def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, ob
     return out
 
 
-def policy_candidates(text: str, arch: str, net, kernel: str):  # noqa: ANN001, ANN201
-    from sass_lsp.policy.candidates import policy_candidates as gen
-
-    return gen(text, arch, net=net, kernel=kernel)
-
-
 def run_method(
     method: str, text: str, arch: str, kernel: str, measure: GpuMeasure, budget: float, net, seed: int
 ):  # noqa: ANN001, PLR0913
@@ -76,7 +71,9 @@ def run_method(
     if method == "annealing":
         return annealing(neighbour(arch, kernel), text, measure, budget, rng)
     if method == "policy":
-        return screen(policy_candidates(text, arch, net, kernel), measure, budget)
+        from sass_lsp.policy.candidates import policy_candidates  # torch: only when the policy runs
+
+        return screen(policy_candidates(text, arch, net=net, kernel=kernel), measure, budget)
     raise ValueError(method)
 
 
@@ -104,9 +101,6 @@ def main(argv: list[str] | None = None) -> int:
         for name, origin, cubin, spec in load_kernels(names, Path(tmp)):
             text = write_cuasm(cubin, source_name=name)
             assert assemble_cuasm(text, source_name=name) == cubin, f"{name}: round trip is not exact"
-            from sass_lsp.cuasm import parse_cuasm
-            from sass_lsp.cuasm.assembler import module_arch
-
             arch = module_arch(parse_cuasm(text)[0])
             measure = GpuMeasure(runner, cubin, spec, name, log_path=args.log)
             for method in args.methods:

@@ -63,12 +63,12 @@ from sass_lsp.gpu.spec import (
     Param,
     ScalarParam,
     SpecError,
+    param_size,
     spec_from_dict,
     write_spec,
 )
 
 MANIFEST = "capture.json"
-POINTER_SIZE = 8
 # Exit codes of the bootstrap for problems found before the program runs.
 EXIT_NO_PROGRAM = 90
 EXIT_NO_TRITON = 91
@@ -253,17 +253,9 @@ def _buffer_param(arg: CapturedArg, path: str, inputs_file: str) -> BufferParam:
     return BufferParam(arg.name, dtype.name, shape, "inout", fill)
 
 
-def _param_size(param: Param) -> int:
-    if isinstance(param, ScalarParam):
-        dtype = lookup_dtype(param.type)
-        assert dtype is not None
-        return dtype.size
-    return POINTER_SIZE
-
-
 def _check_kparams(record: LaunchRecord, params: list[Param]) -> None:
     sizes = [kp.size for kp in read_kparams(record.cubin, record.kernel)]
-    ours = [_param_size(p) for p in params]
+    ours = [param_size(p) for p in params]
     if ours != sizes:
         names = [p.name for p in params]
         raise SpecError(

@@ -21,10 +21,9 @@ from sass_lsp.gpu.spec import (
     Param,
     ScalarParam,
     SpecError,
+    param_size,
     spec_from_dict,
 )
-
-POINTER_SIZE = 8
 
 
 def spec_from_json(corpus_json: dict[str, Any] | str, cubin: bytes) -> LaunchSpec:
@@ -44,7 +43,7 @@ def spec_from_json(corpus_json: dict[str, Any] | str, cubin: bytes) -> LaunchSpe
     for kept, dropped in candidates:
         for n_extra in (0, 2):
             trial = kept + [NullParam(f"triton_scratch{idx}") for idx in range(n_extra)]
-            if [_size(p) for p in trial] == sizes:
+            if [param_size(p) for p in trial] == sizes:
                 meta: dict[str, Any] = {"from_json": str(raw.get("name", kernel))}
                 if dropped:
                     meta["specialised_away"] = dropped  # JSON arg indices Triton compiled in as constants
@@ -62,7 +61,7 @@ def spec_from_json(corpus_json: dict[str, Any] | str, cubin: bytes) -> LaunchSpe
                 return LaunchSpec(**{**spec.__dict__, "params": tuple(trial)})
     raise SpecError(
         "params",
-        f"cannot match the JSON's {len(params)} args (sizes {[_size(p) for p in params]}) "
+        f"cannot match the JSON's {len(params)} args (sizes {[param_size(p) for p in params]}) "
         f"to {kernel}'s {len(kparams)} KPARAM_INFO records (sizes {sizes})",
     )
 
@@ -97,14 +96,6 @@ def _param(arg: dict[str, Any], idx: int) -> Param:
     if kind in ("null", "none"):
         return NullParam(name)
     raise SpecError(f"{path}.kind", f"unknown kind {kind!r}")
-
-
-def _size(param: Param) -> int:
-    if isinstance(param, ScalarParam):
-        dtype = lookup_dtype(param.type)
-        assert dtype is not None
-        return dtype.size
-    return POINTER_SIZE
 
 
 def _is_int_one(param: ScalarParam) -> bool:

@@ -94,7 +94,8 @@ def write_outputs(result: OptimizeResult, out_stem: Path, report: dict[str, Any]
 def speedup_plot(log: SearchLog, *, title: str, width: int = 640, height: int = 360) -> str:
     """SVG scatter: measured speedup per candidate against cumulative GPU seconds; best so far as a line."""
     pad_l, pad_r, pad_t, pad_b = 56, 16, 28, 40
-    pts = [(t.spent, t.result.speedup, t.result.accepted) for t in log.trials if t.result.speedup]
+    # only accepted candidates were timed (a rejected one has no speedup)
+    pts = [(t.spent, t.result.speedup) for t in log.trials if t.result.speedup]
     xmax = max([log.spent, 1e-6] + [p[0] for p in pts])
     ys = [p[1] for p in pts] + [1.0]
     ylo, yhi = min(ys) - 0.01, max(ys) + 0.01
@@ -119,11 +120,9 @@ def speedup_plot(log: SearchLog, *, title: str, width: int = 640, height: int = 
     ]
     best = 0.0
     line = []
-    for x, y, ok in pts:
-        colour = "#1f77b4" if ok else "#d62728"
-        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{colour}"/>')
-        if ok and y > best:
-            best = y
+    for x, y in pts:
+        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="#1f77b4"/>')
+        best = max(best, y)
         if best:
             line.append(f"{sx(x):.1f},{sy(best):.1f}")
     if line:

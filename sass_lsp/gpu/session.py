@@ -22,7 +22,7 @@ import numpy as np
 from sass_lsp.gpu.data import POISON_BYTE, compare_buffer, count_poison, dtype_of, make_input
 from sass_lsp.gpu.device import Device, DeviceError, Geometry
 from sass_lsp.gpu.dtypes import from_float32, lookup_dtype
-from sass_lsp.gpu.spec import BufferParam, LaunchSpec, NullParam, ScalarParam, SpecError
+from sass_lsp.gpu.spec import BufferParam, LaunchSpec, NullParam, SpecError, param_size
 
 ProgressFn = Callable[[str, int, int], None]
 """``progress(phase, done, total)``: also the worker's heartbeat, so it is called before every device step."""
@@ -51,15 +51,7 @@ def pack_args(spec: LaunchSpec, ptrs: dict[int, int]) -> list[bytes]:
 
 
 def spec_param_sizes(spec: LaunchSpec) -> list[int]:
-    sizes = []
-    for param in spec.params:
-        if isinstance(param, ScalarParam):
-            dtype = lookup_dtype(param.type)
-            assert dtype is not None
-            sizes.append(dtype.size)
-        else:
-            sizes.append(8)
-    return sizes
+    return [param_size(p) for p in spec.params]
 
 
 class Session:

@@ -168,6 +168,18 @@ class LaunchSpec:
 # Parsing
 
 
+POINTER_SIZE = 8  # bytes of a buffer or null parameter in the kernel's parameter block
+
+
+def param_size(param: Param) -> int:
+    """Bytes the parameter takes in the kernel's parameter block."""
+    if isinstance(param, ScalarParam):
+        dtype = lookup_dtype(param.type)
+        assert dtype is not None
+        return dtype.size
+    return POINTER_SIZE
+
+
 def load_spec(path: str | Path) -> LaunchSpec:
     """Read ``K.launch.toml``; relative fill files resolve against the spec's directory."""
     path = Path(path)

@@ -625,8 +625,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         report = prog.report
 
         def on_trial(trial) -> None:  # noqa: ANN001 (search.Trial, in the worker thread)
-            done = f"{len(measure_log)} candidates, {trial.spent:.0f}/{budget:.0f} GPU s"
-            measure_log.append(trial)
+            done = f"{measure.calls} candidates, {trial.spent:.0f}/{budget:.0f} GPU s"
             loop.call_soon_threadsafe(report, done)
 
         def run() -> object:
@@ -636,7 +635,6 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             return optimize(cands, measure, budget, on_trial=on_trial)
 
         budget = ls.settings.optimizeBudgetS
-        measure_log: list = []
         async with prog as cancelled:
             runner = GpuRunner()
             measure = GpuMeasure(runner, assembled.cubin, spec, spec.label)
