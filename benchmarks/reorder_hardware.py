@@ -2,92 +2,127 @@
 repaired by the game) are assembled and verified bit for bit against the original on the GPU.
 
 Every state of the game is hazard-free by the checker's model; this measures how often the hardware
-disagrees, per ``--margin`` (``SASS_LSP_RAW_MARGIN``: extra cycles for a fixed-latency RAW pair a move brings
-closer than ptxas had it). Each margin runs in its own process so the repair tables are built with it.
+disagrees. ``--moves 1`` makes every failure attributable to one move. Each row records the moves, the
+changed lines and the full verdict (mismatching buffer, first index, seed), so failures can be studied
+offline. Candidates are assembled in a process pool; the GPU verifies them one at a time in the worker.
 
-    python benchmarks/reorder_hardware.py --per-kernel 12 --margins 0 1 2 --json OUT.json
+    python benchmarks/reorder_hardware.py --per-kernel 40 --moves 1 --json OUT.json [--time-limit 400]
+
+Letters in the summary: ``.`` match, ``X`` mismatch, ``F`` fault, ``T`` timeout, ``A`` does not assemble,
+``?`` anything else.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import functools
 import json
-import os
 import random
-import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+LETTER = {"match": ".", "mismatch": "X", "fault": "F", "timeout": "T", "asm_error": "A"}
 
-def one_margin(per_kernel: int, seed: int) -> list[dict]:
-    from sass_lsp.cuasm import assemble_cuasm, write_cuasm
-    from sass_lsp.gpu import GpuRunner
-    from sass_lsp.gpu.corpus import corpus_names, load_kernel
-    from sass_lsp.schedule.search import random_candidates, take
 
-    rows = []
-    with GpuRunner(timeout_s=60) as runner:
-        for name in corpus_names():
-            cubin, spec = load_kernel(name)
-            text = write_cuasm(cubin, source_name=name)
-            cands = take(
-                random_candidates(text, "sm_90", random.Random(seed), kernel=spec.kernel), per_kernel
-            )
-            for i, cand in enumerate(cands):
-                edit = assemble_cuasm(cand.text, source_name=f"{name}#{i}", verify=False)
-                reply = runner.verify(cubin, edit, spec, [21, 22, 23])
-                status = reply.result.get("status", "error") if reply.ok else (reply.error or {}).get("kind")
-                rows.append({"kernel": name, "i": i, "moves": list(cand.moves), "status": status})
+def _candidates(name: str, per_kernel: int, moves: tuple[int, int], seed: int) -> list[dict]:
+    from sass_lsp.cuasm import write_cuasm
+    from sass_lsp.gpu.corpus import load_kernel
+    from sass_lsp.schedule.baselines import random_legal
+    from sass_lsp.schedule.game import ReorderGame
+    from sass_lsp.schedule.search import game_candidate
+
+    cubin, spec = load_kernel(name)
+    text = write_cuasm(cubin, source_name=name)
+    rng = random.Random(f"{seed}:{name}")
+    game = ReorderGame.from_text(text, "sm_90", kernel=spec.kernel)
+    start = game.snapshot()
+    rows, seen = [], set()
+    for _ in range(per_kernel * 4):
+        if len(rows) == per_kernel:
+            break
+        game.restore(start)
+        random_legal(game, rng.randint(*moves), rng)
+        cand = game_candidate(game, text, "random")
+        if cand.text == text or cand.key in seen:
+            continue
+        seen.add(cand.key)
+        diff = [
+            line
+            for line in difflib.unified_diff(text.splitlines(), cand.text.splitlines(), n=0, lineterm="")
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        rows.append(
+            {"kernel": name, "i": len(rows), "moves": list(cand.moves), "diff": diff, "text": cand.text}
+        )
     return rows
+
+
+def _assemble(row: dict) -> tuple[dict, bytes | None]:
+    from sass_lsp.cuasm import assemble_cuasm
+
+    try:
+        return row, assemble_cuasm(row["text"], source_name=f"{row['kernel']}#{row['i']}", verify=False)
+    except Exception as exc:  # noqa: BLE001 - an unassemblable candidate is a result, not a crash
+        row["asm_error"] = str(exc)[:500]
+        return row, None
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-kernel", type=int, default=12)
-    ap.add_argument("--margins", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--moves", default="1-8", help="moves per candidate: N or LO-HI")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--kernels", nargs="*", help="corpus kernels (default: all)")
+    ap.add_argument("--jobs", type=int, default=8, help="assembler processes")
+    ap.add_argument("--time-limit", type=float, default=0.0, help="stop verifying after S seconds (0: never)")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.child:
-        print(json.dumps(one_margin(args.per_kernel, args.seed)))
-        return 0
-    out = {}
-    for margin in args.margins:
-        t0 = time.time()
-        env = {**os.environ, "SASS_LSP_RAW_MARGIN": str(margin)}
-        cmd = [
-            sys.executable,
-            __file__,
-            "--child",
-            "--per-kernel",
-            str(args.per_kernel),
-            "--seed",
-            str(args.seed),
-        ]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if done.returncode:
-            print(done.stderr[-2000:], file=sys.stderr)
-            continue
-        rows = json.loads(done.stdout.strip().splitlines()[-1])
-        bad = [r for r in rows if r["status"] != "match"]
-        out[margin] = {
-            "candidates": len(rows),
-            "not_match": len(bad),
-            "seconds": round(time.time() - t0, 1),
-            "rows": rows,
-        }
-        by_kernel: dict[str, list[str]] = {}
-        for r in rows:
-            by_kernel.setdefault(r["kernel"], []).append(r["status"][0])
-        print(
-            f"margin {margin}: {len(bad)}/{len(rows)} differ from the original  "
-            + "  ".join(f"{k}:{''.join(v)}" for k, v in by_kernel.items()),
-            flush=True,
+    lo, _, hi = args.moves.partition("-")
+    moves = (int(lo), int(hi or lo))
+
+    from sass_lsp.gpu import GpuRunner
+    from sass_lsp.gpu.corpus import corpus_names, load_kernel
+
+    t0 = time.time()
+    names = args.kernels or corpus_names()
+    with ProcessPoolExecutor(args.jobs) as pool:
+        made = pool.map(
+            functools.partial(_candidates, per_kernel=args.per_kernel, moves=moves, seed=args.seed), names
         )
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1))
+        rows = [r for kernel_rows in made for r in kernel_rows]
+        print(f"{len(rows)} candidates in {time.time() - t0:.1f} s", flush=True)
+        assembled = list(pool.map(_assemble, rows, chunksize=4))
+    print(f"assembled in {time.time() - t0:.1f} s", flush=True)
+
+    out: list[dict] = []
+    originals = {name: load_kernel(name) for name in names}
+    with GpuRunner(timeout_s=60) as runner:
+        for row, edit in assembled:
+            row.pop("text")
+            if args.time_limit and time.time() - t0 > args.time_limit:
+                break
+            if edit is None:
+                row["status"] = "asm_error"
+            else:
+                cubin, spec = originals[row["kernel"]]
+                reply = runner.verify(cubin, edit, spec, [21, 22, 23])
+                res = reply.result if reply.ok else {"status": (reply.error or {}).get("kind", "error")}
+                row["status"] = res.get("status", "error")
+                row["mismatches"] = res.get("mismatches", [])[:2]
+                row["error"] = res.get("error") or (reply.error if not reply.ok else None)
+            out.append(row)
+            if args.json:
+                args.json.write_text(json.dumps(out, indent=1))
+    by_kernel: dict[str, str] = {}
+    for r in out:
+        by_kernel[r["kernel"]] = by_kernel.get(r["kernel"], "") + LETTER.get(r["status"], "?")
+    bad = [r for r in out if r["status"] != "match"]
+    print(f"moves {args.moves}: {len(bad)}/{len(out)} differ from the original ({time.time() - t0:.0f} s)")
+    for kernel, letters in by_kernel.items():
+        print(f"  {kernel:20s} {letters}")
     return 0
 
 

@@ -309,3 +309,72 @@ def test_reordered_kernels_assemble_and_verify(name: str, kernel: str | None) ->
     for cand in take(random_candidates(text, "sm_90", random.Random(0), kernel=kernel), 8):
         assert cand.text != text
         assemble_cuasm(cand.text, source_name=name)  # raises AssembleError with file:line:col otherwise
+
+
+# ---------------------------------------------------------------- what the H200 showed (run 2)
+# Each case is a single legal move that gave wrong results or a fault on the H200 before the repair knew the
+# rule (benchmarks/results/reorder_hardware_h200_run2.log); the repaired block must now keep the distance.
+
+
+def _shared_kernel(stem: str) -> Kernel:
+    text = (SHARED_CORPUS / f"{stem}.cuasm").read_text()
+    return next(k for k in kernels_of(parse_cuasm(text)[0], SEM) if k.nodes)
+
+
+def _moved(k: Kernel, text: str, before: str) -> tuple[list[int], list]:
+    """Repair the block after moving the instruction ``text`` to just before the one ``before``."""
+    node = next(n for n in k.nodes if n.text.startswith(text))
+    b = next(b for b in k.blocks if b.start <= node.idx < b.end)
+    order = list(range(b.start, b.end))
+    target = next(n.idx for n in k.nodes[b.start : b.end] if n.text.startswith(before))
+    pos, to = order.index(node.idx), order.index(target)
+    to = to - 1 if to > pos else to
+    assert to in legal_targets(order, pos, block_deps(k, b.idx, SEM)), "the move is legal"
+    order = move(order, pos, to)
+    return order, repair_block(k, SEM, b.idx, order)
+
+
+def _issue(order: list[int], ctrls: list, k: Kernel, text: str) -> int:
+    t = 0
+    for x, c in zip(order, ctrls, strict=True):
+        if k.nodes[x].text.startswith(text):
+            return t
+        t += c.stall
+    raise AssertionError(text)
+
+
+def test_a_wait_issues_two_cycles_after_the_scoreboard_is_set() -> None:
+    # rmsnorm: LDC.64 (W3) moved to just before the IMAD.WIDE that waits on SB3; with S01 the wait read the
+    # old R58 (mismatch on the H200).
+    k = _shared_kernel("rmsnorm_f32_4096")
+    assert SEM.param("scoreboard_set_cycles") == 2
+    order, ctrls = _moved(k, "LDC.64 R58, c[0x0][0x220]", "IMAD.WIDE.U32 R52, R52, 0x4, R58")
+    ldc, wait = (_issue(order, ctrls, k, t) for t in ("LDC.64 R58", "IMAD.WIDE.U32 R52, R52, 0x4, R58"))
+    assert wait - ldc >= 2
+
+
+def test_a_uniform_pair_brought_closer_keeps_ptxas_distance() -> None:
+    # mm_f16: IADD3 hoisted above USEL puts USEL -> ULEA (reads UR17) at 3 cycles, ptxas had 4: a fault.
+    k = _shared_kernel("mm_f16_64x64x32")
+    order, ctrls = _moved(k, "IADD3 R10, P0, R20, UR18, RZ", "USEL UR17, UR17, URZ, !UP0")
+    usel, ulea = (_issue(order, ctrls, k, t) for t in ("USEL UR17", "ULEA UR6, UR17"))
+    ptxas = list(range(len(k.nodes)))
+    plain = [n.ctrl for n in k.nodes]
+    assert ulea - usel >= _issue(ptxas, plain, k, "ULEA UR6, UR17") - _issue(ptxas, plain, k, "USEL UR17")
+
+
+def test_instructions_that_never_move_keep_their_ptxas_stall() -> None:
+    # mm_f16: swapping PLOP3 and USGXT above WARPGROUP.ARRIVE had cut its S02 to S01 (a mismatch).
+    k = _shared_kernel("mm_f16_64x64x32")
+    order, ctrls = _moved(k, "USGXT.U32 UR6, UR6, 0xe", "PLOP3.LUT P1, PT, PT, PT, UP1, 0x80, 0x0")
+    arrive = "WARPGROUP.ARRIVE"
+    repaired = next(c for x, c in zip(order, ctrls, strict=True) if k.nodes[x].text.startswith(arrive))
+    assert repaired.stall == next(n.ctrl.stall for n in k.nodes if n.text.startswith(arrive)) == 2
+
+
+def test_a_uniform_register_is_not_rewritten_before_its_reader_read_it() -> None:
+    # softmax: MOV hoisted above ULEA.HI.X left ULDC.64 UR8 one cycle after ULEA.HI.X reads UR9 (a fault).
+    k = _shared_kernel("triton_softmax")
+    order, ctrls = _moved(k, "MOV R12, UR5", "ULEA.HI.X.SX32 UR4, UR4, UR9, 0x2, UP0")
+    read, write = (_issue(order, ctrls, k, t) for t in ("ULEA.HI.X.SX32 UR4", "ULDC.64 UR8, c[0x0][0x208]"))
+    assert write - read >= 3  # ptxas's distance

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 import weakref
 from collections.abc import Sequence
@@ -71,10 +70,17 @@ from sass_lsp.isa.semantics import UNIT_BASE, ZERO_INDEX, Semantics, unit_kind
 from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDGE_WAR, EDGE_WAW
 
 MAX_STALL = 15  # 4-bit stall field
-# Extra cycles (beyond the placement latency) for a fixed-latency RAW pair that a move brings closer than
-# ptxas placed it; never beyond ptxas's own distance, so the ptxas order repairs to itself. An experiment
-# knob for benchmarks/reorder_hardware.py --margins.
-RAW_MARGIN = int(os.environ.get("SASS_LSP_RAW_MARGIN", "0"))
+# A fixed-latency RAW pair that a move brings closer than ptxas placed it keeps at least this many cycles
+# (never more than ptxas's own distance, so the ptxas order repairs to itself). The latency table's rows are
+# minimums of ptxas's distances per pipe class; on the H200 pairs placed at those minimums but with other
+# opcodes gave wrong results (alu <-> fma at 4, USEL -> ULEA and ULEA -> UIADD3 at 3, UMOV -> HGMMA's
+# descriptor at 3: benchmarks/results/reorder_hardware_h200_run2.log), while no pair failed at 6 or more.
+UNTRUSTED_RAW_FLOOR = 6
+# UNIFORM_WAR: a write of a uniform register after a read of it keeps ptxas's distance (capped at the floor
+# above). Uniform-datapath instructions read their sources after issue: ptxas never rewrites a UR sooner
+# than 3 cycles after a uniform instruction read it with ULDC/UMOV (2 with another uniform op), and on the
+# H200 a ULDC.64 UR8 one cycle after ULEA.HI.X read UR9, and a UMOV UR5 one cycle after UIADD3 read UR5,
+# gave a fault and wrong results (benchmarks/results/reorder_hardware_h200_run3.log).
 
 # A source of a variable-latency or memory op without R scoreboard may be read after issue: its next writer
 # keeps min(ptxas's distance, this many cycles) (no table of operand read times yet).
@@ -241,6 +247,7 @@ class KernelContext:
         self.maxlat: dict[str, int] = checker.maxlat
         self.bar_gap: int = checker.bar_gap
         self.max_noyield = sem.param("max_stall_without_yield")
+        self.sb_set = sem.param("scoreboard_set_cycles") or 0
         self.s00 = frozenset(sem.data.get("params", {}).get("s00_opcodes", {}).get("value", ()))
         self.nodes = [_node_facts(nd) for nd in k.nodes]
         self.gmma_units = frozenset(u for f in self.nodes if f.gmma for u in f.touch if u < 256)
@@ -459,6 +466,7 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
         t += info[j].stall
     last_w: dict[int, int] = {}
     late_readers: dict[int, list[int]] = {}  # unit -> variable-latency readers without R scoreboard
+    uniform_readers: dict[int, list[int]] = {}  # uniform register -> its readers since its last write
     last_bar = None
     dist: dict[int, tuple[tuple[int, int], ...]] = {}
     for j in range(b.start, b.end):
@@ -477,11 +485,12 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
             if pipe is not None and not complementary(info[p], f):
                 row = ctx.sem.latency(pipe, f.pipe, kind)
                 if row is not None:
-                    # A pair a move brings closer than ptxas placed it gets the hardware-measured latency
-                    # (alu <-> fma: 5 on the H200, where the checker's table says 4) plus RAW_MARGIN; a pair
-                    # at least as far apart as in ptxas's order keeps ptxas's judgement.
+                    # A pair a move brings closer than ptxas placed it gets UNTRUSTED_RAW_FLOOR or the
+                    # hardware-measured latency; a pair at least as far apart as in ptxas's order keeps
+                    # ptxas's judgement.
                     placed = ctx.sem.placement_latency(pipe, f.pipe, kind) or row.cycles
-                    need(p, max(row.cycles, min(placed + RAW_MARGIN, orig_t[j] - orig_t[p])))
+                    floor = max(placed, UNTRUSTED_RAW_FLOOR)
+                    need(p, max(row.cycles, min(floor, orig_t[j] - orig_t[p])))
         if f.shared and last_bar is not None and ctx.bar_gap:
             need(last_bar, ctx.bar_gap)
         for u in f.defs:
@@ -491,6 +500,11 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
                 need(p, min(orig_t[j] - orig_t[p], ctx.maxlat.get(pipe, 0)))
             for r in late_readers.pop(u, ()):  # the late read must happen first: keep ptxas's distance
                 need(r, min(orig_t[j] - orig_t[r], LATE_READ_CAP))
+            for r in uniform_readers.pop(u, ()):  # uniform sources are read after issue (see UNIFORM_WAR)
+                need(r, min(orig_t[j] - orig_t[r], UNTRUSTED_RAW_FLOOR))
+        for u in f.uses:
+            if u >= UNIT_BASE["UR"]:
+                uniform_readers.setdefault(u, []).append(j)
         if (f.variable or f.mem is not None) and f.rsb is None and not f.gmma:
             for u in f.late:
                 late_readers.setdefault(u, []).append(j)

@@ -89,7 +89,7 @@ def repair_block(
         return []
     plan = _plan(ctx, block, ctx.entry[block] if entry is None else entry)
     waits = _waits(plan, order)
-    stalls = _stalls(plan, order)
+    stalls = _stalls(plan, order, waits)
     info = plan.facts.info
     limit = MAX_STALL if ctx.max_noyield is None else ctx.max_noyield
     out = []
@@ -201,14 +201,16 @@ def _plan(ctx: KernelContext, block: int, entry: State) -> _Plan:
             drain_at[x] = frozenset(events)
         events = _own(events, f)
     plan = _Plan(ctx, facts, tuple(entry.events), lb, exit_cons, exit_c0, {}, keep_wait, drain_at)
-    plan.base = _base_stalls(plan)
+    plan.base = _base_stalls(plan, deps.fixed)
     ctx.plans[key] = (entry, plan)
     return plan
 
 
-def _base_stalls(plan: _Plan) -> dict[int, int]:
+def _base_stalls(plan: _Plan, fixed: frozenset[int]) -> dict[int, int]:
     """Each instruction's own minimum gap: 1 (0 where ptxas wrote S00 on padding) where a latency explains
-    its ptxas stall, else the ptxas stall itself."""
+    its ptxas stall, else the ptxas stall itself. Instructions that never move (barriers, WARPGROUP, HGMMA,
+    DEPBAR, branches) always keep their ptxas stall: what their issue needs after them is not modelled (in
+    three of the H200's wrong results, a move nearby had cut WARPGROUP.ARRIVE from S02 to S01)."""
     facts, ctx = plan.facts, plan.ctx
     t = facts.orig_t
     base = {}
@@ -222,7 +224,7 @@ def _base_stalls(plan: _Plan) -> dict[int, int]:
         else:
             bound = max([plan.exit_c0] + [t[i] + c for i, c in plan.exit_cons.items()])
             explained = bound >= facts.orig_len
-        base[x] = min(floor, f.stall) if explained else f.stall
+        base[x] = min(floor, f.stall) if explained and x not in fixed else f.stall
     return base
 
 
@@ -361,12 +363,31 @@ def _units(events: list[Event]) -> frozenset[int]:
 # ---------------------------------------------------------------- stalls
 
 
-def _stalls(plan: _Plan, order: Sequence[int]) -> list[int]:
+def _setters(plan: _Plan, order: Sequence[int], waits: Sequence[int]) -> list[tuple[int, ...]]:
+    """Per position, the positions of the latest instructions before it that set a scoreboard it waits on."""
+    info = plan.facts.info
+    last: dict[int, int] = {}
+    out = []
+    for p, x in enumerate(order):
+        out.append(tuple(q for sb, q in last.items() if waits[p] >> sb & 1))
+        f = info[x]
+        for sb in (f.wsb, f.rsb):
+            if sb is not None:
+                last[sb] = p
+    return out
+
+
+def _stalls(plan: _Plan, order: Sequence[int], waits: Sequence[int]) -> list[int]:
     """Earliest issue cycles under the latency constraints and the per-instruction minimum gaps. A gap the
-    4-bit field cannot hold raises the issue cycles before it, and the pass resumes from there."""
+    4-bit field cannot hold raises the issue cycles before it, and the pass resumes from there. A wait on a
+    scoreboard issues at least ``sb_set`` cycles after the instruction that sets it: the scoreboard is not
+    yet set the cycle after issue (ptxas never waits sooner; on the H200 a wait one cycle after LDC / MUFU
+    read the old register)."""
     dist, base, lb = plan.facts.dist, plan.base, plan.lb
+    sb_set = plan.ctx.sb_set
     n = len(order)
     pos = {x: p for p, x in enumerate(order)}
+    setters = _setters(plan, order, waits)
     t = [0] * (n + 1)  # t[n]: the block end
     raised: dict[int, int] = {}  # position -> lower bound set by a too-long gap after it
     p, budget = 0, 16 * n + 16
@@ -381,6 +402,8 @@ def _stalls(plan: _Plan, order: Sequence[int]) -> list[int]:
                     raise RepairError(f"node {x} placed before node {i} it depends on")
                 if t[q] + cycles > c:
                     c = t[q] + cycles
+            for q in setters[p]:
+                c = max(c, t[q] + sb_set)
         else:
             c = max(t[n - 1] + base[order[n - 1]], plan.exit_c0, raised.get(n, 0))
             for i, cycles in plan.exit_cons.items():

@@ -351,6 +351,7 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
     S.load_semantics.cache_clear()
     dist: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     bar_gaps: list[int] = []
+    sb_gaps: list[int] = []
     followers: set[str] = set()
 
     def observe(nd, kind, p, info):  # noqa: ANN001
@@ -367,6 +368,7 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
                 ch.observer = observe
                 ch.run()
                 bar_gaps.extend(ch.bar_gaps_seen)
+                sb_gaps.extend(scoreboard_wait_gaps(k))
                 nodes = k.nodes
                 for i, nd in enumerate(nodes):
                     if nd.eff.never and nd.eff.opcode == "LDS" and i + 1 < len(nodes):
@@ -374,7 +376,23 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
     finally:
         S.load_semantics = orig
         S._effects.cache_clear()
-    return {"dist": dist, "bar_gaps": bar_gaps, "followers": followers}
+    return {"dist": dist, "bar_gaps": bar_gaps, "sb_gaps": sb_gaps, "followers": followers}
+
+
+def scoreboard_wait_gaps(k) -> list[int]:  # noqa: ANN001  (an analysis.program.Kernel)
+    """Cycles from each instruction that sets a scoreboard to the first one in its block that waits on it."""
+    gaps = []
+    for b in k.blocks:
+        nodes = k.nodes[b.start : b.end]
+        for i, p in enumerate(nodes):
+            for sb in {p.ctrl.write_sb, p.ctrl.read_sb} - {None}:
+                d = p.ctrl.stall
+                for c in nodes[i + 1 :]:
+                    if c.ctrl.wait_mask >> sb & 1:
+                        gaps.append(d)
+                        break
+                    d += c.ctrl.stall
+    return gaps
 
 
 # Priors that cap a derived row: ptxas distances seen only in loose code overstate latency. A row above
@@ -480,6 +498,12 @@ def build(arch: str) -> dict:
             "value": min(gaps),
             "source": "exp",
             "ref": f"{ref}: min of {len(gaps)} BAR.SYNC->shared access distances",
+        }
+    if ev["sb_gaps"]:
+        params["scoreboard_set_cycles"] = {
+            "value": min(ev["sb_gaps"]),
+            "source": "exp",
+            "ref": f"{ref}: min of {len(ev['sb_gaps'])} setter-to-first-wait distances of a scoreboard",
         }
     for name, row in old.get("params", {}).items():
         if row.get("source") == "measured":
