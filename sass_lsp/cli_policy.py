@@ -64,11 +64,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if not found:
         print(f"{args.cuasm}: no reordering predicted to be faster")
     else:
+        print("Predicted by the static cost model and hazard-free by the checker, but NOT verified: in the")
         print(
-            "Predicted by the static cost model and hazard-free by the checker, but NOT verified: on the H200"
-        )
-        print(
-            "26 of 80 random legal reorderings still gave wrong results. Verify with `sass-lsp bench` first."
+            "latest H200 check 1 of 35 random legal reorderings still gave wrong results. Verify with"
+            " `sass-lsp bench` first."
         )
     for i, s in enumerate(found, 1):
         print(f"{i}. {s.title}  [{s.kernel}: {s.cost_before:.0f} -> {s.cost_after:.0f} predicted cycles]")

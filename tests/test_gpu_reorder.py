@@ -46,10 +46,6 @@ def _candidates(text: str, arch: str, kernel: str) -> list[tuple[str, str]]:
     return out
 
 
-# Known to fail: on the H200 (2026-11-30) 26 of 80 random legal reorderings gave mismatches or faults
-# although the checker finds no hazard in them (benchmarks/results/reorder_hardware_h200.log). strict: the
-# day the dependence/latency model is fixed this test turns green and must lose the marker.
-@pytest.mark.xfail(strict=True, reason="the reorder game's legal moves are not yet all safe on the hardware")
 @pytest.mark.parametrize("name", corpus_names())
 def test_reorderings_match_the_original_bit_for_bit(name: str, runner: GpuRunner) -> None:
     cubin, spec = load_kernel(name)

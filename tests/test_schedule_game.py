@@ -246,7 +246,7 @@ def test_greedy_never_raises_the_cost_and_random_moves_stay_consistent() -> None
     for name in shared_texts():
         game = game_of(name)
         game.reset()
-        res = greedy_cost(game, max_steps=3, candidates_per_step=24)
+        res = greedy_cost(game, max_steps=3, candidates_per_step=96)
         assert res.cost_after <= res.cost_before == game.cost_original, name
         assert res.cost_after == region_cycles(game.kernel(), SEM, game.region), name
         improved += res.cost_after < res.cost_before

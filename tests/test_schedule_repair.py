@@ -21,7 +21,7 @@ from sass_lsp.analysis.program import Kernel, decode_ctrl, kernels_of
 from sass_lsp.analysis.timeline import kernel_timeline
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.isa.semantics import load_semantics
-from sass_lsp.schedule.deps import BlockDeps, block_deps, legal_targets, move
+from sass_lsp.schedule.deps import BlockDeps, block_deps, kernel_context, legal_targets, move
 from sass_lsp.schedule.observation import EDGE_MEMORY
 from sass_lsp.schedule.repair import block_edit, ctrl_text, reordered_kernel, repair_block, repaired_texts
 
@@ -378,3 +378,28 @@ def test_a_uniform_register_is_not_rewritten_before_its_reader_read_it() -> None
     order, ctrls = _moved(k, "MOV R12, UR5", "ULEA.HI.X.SX32 UR4, UR4, UR9, 0x2, UP0")
     read, write = (_issue(order, ctrls, k, t) for t in ("ULEA.HI.X.SX32 UR4", "ULDC.64 UR8, c[0x0][0x208]"))
     assert write - read >= 3  # ptxas's distance
+
+
+def test_a_late_read_source_keeps_ptxas_distance_to_its_next_write() -> None:
+    # transpose: after other moves, LOP3 rewriting R27 was hoisted to 15 cycles after `LDS R15, [R27+...]`
+    # (no R scoreboard; ptxas had ~50, behind a burst of LDS/STG): wrong results on the H200 twice. The
+    # distance every repair must keep between the two is ptxas's (up to 64 cycles), not 15.
+    k = _shared_kernel("transpose_f32")
+    lop3, lds = ("LOP3.LUT R27, R26.reuse, 0x4c", "LDS R15, [R27+UR4+0x2900]")
+    j, r = (next(n.idx for n in k.nodes if n.text.startswith(t)) for t in (lop3, lds))
+    facts = kernel_context(k, SEM).block_facts(0)
+    ptxas = facts.orig_t[j] - facts.orig_t[r]
+    assert ptxas > 15
+    assert dict(facts.dist[j])[r] == min(ptxas, 64)
+
+
+def test_an_hgmma_operand_keeps_ptxas_distance() -> None:
+    # mm_f16: UIADD3.64 UR14 (HGMMA's B descriptor) brought to 6 cycles before the HGMMA (ptxas: 15) gave
+    # wrong results on the H200 (run 5).
+    k = _shared_kernel("mm_f16_64x64x32")
+    add, mma = "UIADD3.64 UR14, UR8, UR14, URZ", "HGMMA.64x64x16.F32 R24, gdesc[UR12].tnspB, R24, gsb0"
+    j = next(n.idx for n in k.nodes if n.text.startswith(mma))
+    r = next(n.idx for n in k.nodes if n.text.startswith(add))
+    b = next(b for b in k.blocks if b.start <= j < b.end)
+    facts = kernel_context(k, SEM).block_facts(b.idx)
+    assert dict(facts.dist[j])[r] == facts.orig_t[j] - facts.orig_t[r] == 15

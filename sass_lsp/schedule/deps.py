@@ -74,7 +74,9 @@ MAX_STALL = 15  # 4-bit stall field
 # (never more than ptxas's own distance, so the ptxas order repairs to itself). The latency table's rows are
 # minimums of ptxas's distances per pipe class; on the H200 pairs placed at those minimums but with other
 # opcodes gave wrong results (alu <-> fma at 4, USEL -> ULEA and ULEA -> UIADD3 at 3, UMOV -> HGMMA's
-# descriptor at 3: benchmarks/results/reorder_hardware_h200_run2.log), while no pair failed at 6 or more.
+# descriptor at 3: benchmarks/results/reorder_hardware_h200_run2.log). HGMMA's operands keep ptxas's distance
+# (up to LATE_READ_CAP): UIADD3.64 UR14 -> HGMMA gdesc[UR12] at 6 cycles (ptxas: 15) gave wrong results
+# (run5); in the corpus ptxas puts uniform ALU results 9-15 cycles before the HGMMA that reads them.
 UNTRUSTED_RAW_FLOOR = 6
 # UNIFORM_WAR: a write of a uniform register after a read of it keeps ptxas's distance (capped at the floor
 # above). Uniform-datapath instructions read their sources after issue: ptxas never rewrites a UR sooner
@@ -82,9 +84,11 @@ UNTRUSTED_RAW_FLOOR = 6
 # H200 a ULDC.64 UR8 one cycle after ULEA.HI.X read UR9, and a UMOV UR5 one cycle after UIADD3 read UR5,
 # gave a fault and wrong results (benchmarks/results/reorder_hardware_h200_run3.log).
 
-# A source of a variable-latency or memory op without R scoreboard may be read after issue: its next writer
-# keeps min(ptxas's distance, this many cycles) (no table of operand read times yet).
-LATE_READ_CAP = 15
+# A source of a variable-latency or memory op without R scoreboard is read when the op leaves its queue,
+# which can be long after issue: its next writer keeps min(ptxas's distance, this many cycles). 15 was not
+# enough on the H200: a LOP3 rewriting R27 15 cycles after `LDS R15, [R27+UR4+0x2900]` (ptxas: 50), behind a
+# burst of LDS/STG, gave wrong results twice (benchmarks/results/reorder_hardware_h200_run4.log).
+LATE_READ_CAP = 64
 
 _G, _S, _L = 1, 2, 4
 _ALL = _G | _S | _L
@@ -489,7 +493,7 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
                     # hardware-measured latency; a pair at least as far apart as in ptxas's order keeps
                     # ptxas's judgement.
                     placed = ctx.sem.placement_latency(pipe, f.pipe, kind) or row.cycles
-                    floor = max(placed, UNTRUSTED_RAW_FLOOR)
+                    floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
                     need(p, max(row.cycles, min(floor, orig_t[j] - orig_t[p])))
         if f.shared and last_bar is not None and ctx.bar_gap:
             need(last_bar, ctx.bar_gap)

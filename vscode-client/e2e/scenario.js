@@ -16,7 +16,7 @@ const WORKSPACE = process.env.E2E_WORKSPACE;
 const ART = process.env.E2E_ARTIFACTS || path.resolve(__dirname, "../artifacts");
 const CHROMIUM = process.env.E2E_CHROMIUM || "/usr/bin/chromium";
 const FILE = "kernel.cuasm";
-const SUGGEST_FILE = process.env.E2E_SUGGEST_FILE || "mm.cuasm"; // a kernel with a hot loop, in WORKSPACE
+const SUGGEST_FILE = process.env.E2E_SUGGEST_FILE || "gelu.cuasm"; // a kernel the policy improves, in WORKSPACE
 const UI_TIMEOUT = 30_000; // a UI element that should appear
 const SERVER_TIMEOUT = 60_000; // something the language server must compute
 

@@ -152,8 +152,9 @@ if [ -f "$CUASM" ]; then
 else
   "$PYTHON" -m sass_lsp disasm "$REPO_DIR/sass_lsp/examples/triton_add.cubin" -o "$WS/kernel.cuasm"
 fi
-SUGGEST_CUASM="${E2E_SUGGEST_CUASM:-$CORPUS/mm_f16_64x64x32.cuasm}"
-if [ -f "$SUGGEST_CUASM" ]; then cp "$SUGGEST_CUASM" "$WS/mm.cuasm"; else cp "$WS/kernel.cuasm" "$WS/mm.cuasm"; fi
+# a kernel the shipped policy has suggestions for (sass-lsp suggest)
+SUGGEST_CUASM="${E2E_SUGGEST_CUASM:-$CORPUS/gelu_bias.cuasm}"
+if [ -f "$SUGGEST_CUASM" ]; then cp "$SUGGEST_CUASM" "$WS/gelu.cuasm"; else cp "$WS/kernel.cuasm" "$WS/gelu.cuasm"; fi
 cp "$REPO_DIR/sass_lsp/examples/triton_add.cubin" "$WS/add.cubin"   # disassembles to add.cuasm
 
 cat >"$RUN_DIR/data/User/settings.json" <<EOF
