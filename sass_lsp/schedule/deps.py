@@ -49,10 +49,12 @@ The model (conservative: a wrong move corrupts a kernel, a missed one only costs
 
 Shared with :mod:`.repair` (not for other callers): ``kernel_context`` (per-kernel cache: the checker's entry
 states and thresholds, ``NodeFacts`` per node, ``BlockFacts`` per block with the distance constraints the
-repair must meet: checker latency rows, BAR.SYNC -> shared, and, because the checker does not model them,
-ptxas's distance capped at the producer's latency between two writes of a register after a fixed-latency
-one, and capped at ``LATE_READ_CAP`` between a late read without R scoreboard and the next write),
-``entry_bounds``, ``exit_bounds``.
+repair must meet: checker latency rows, BAR.SYNC -> shared, and, because the checker does not model them
+(each found on the H200, see the constants below): a fixed-latency RAW pair keeps min(ptxas's distance,
+``UNTRUSTED_RAW_FLOOR``) and an HGMMA operand ptxas's distance; ptxas's distance capped at the producer's
+latency between two writes of a register after a fixed-latency one, capped at ``LATE_READ_CAP`` between a
+late read without R scoreboard and the next write, and capped at ``UNTRUSTED_RAW_FLOOR`` between a read of a
+uniform register and its next write), ``entry_bounds``, ``exit_bounds``.
 """
 
 from __future__ import annotations

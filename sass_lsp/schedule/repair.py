@@ -34,9 +34,11 @@ What a repair keeps and recomputes (safe against :mod:`sass_lsp.analysis.hazards
   latency rows), BAR.SYNC -> shared (``bar_sync_to_shared``), ptxas's distance (capped) between an older
   fixed-latency write and a newer write of a register and between a late read without R scoreboard and the
   next write, results in flight at entry, and at the exit everything in flight has had at least as long as
-  in the ptxas order (or its whole latency). Each instruction also keeps a minimum gap after it: its ptxas
-  stall where no latency explains it (issue rate, ptxas choices), else 1 (0 only where ptxas put S00). So
-  repairing the ptxas order reproduces ptxas's stalls.
+  in the ptxas order (or its whole latency), and a wait on a scoreboard issues at least
+  ``scoreboard_set_cycles`` after the instruction that sets it. Each instruction also keeps a minimum gap
+  after it: its ptxas stall where no latency explains it (issue rate, ptxas choices) or where it never moves
+  (barriers, WARPGROUP, HGMMA, DEPBAR, branches), else 1 (0 only where ptxas put S00). So repairing the ptxas
+  order reproduces ptxas's stalls.
 - ``.reuse``: kept on an instruction only if the instructions after it, up to the first that reads or
   writes the reused register, are the same as in the ptxas order (and it has no Y); otherwise the text drops
   every ``.reuse`` of it. This is stricter than "its previous instruction changed" and covers both readings
