@@ -352,6 +352,7 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
     dist: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     bar_gaps: list[int] = []
     sb_gaps: list[int] = []
+    uwar_gaps: list[int] = []
     followers: set[str] = set()
 
     def observe(nd, kind, p, info):  # noqa: ANN001
@@ -369,6 +370,7 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
                 ch.run()
                 bar_gaps.extend(ch.bar_gaps_seen)
                 sb_gaps.extend(scoreboard_wait_gaps(k))
+                uwar_gaps.extend(uniform_war_gaps(k))
                 nodes = k.nodes
                 for i, nd in enumerate(nodes):
                     if nd.eff.never and nd.eff.opcode == "LDS" and i + 1 < len(nodes):
@@ -376,7 +378,35 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
     finally:
         S.load_semantics = orig
         S._effects.cache_clear()
-    return {"dist": dist, "bar_gaps": bar_gaps, "sb_gaps": sb_gaps, "followers": followers}
+    return {
+        "dist": dist,
+        "bar_gaps": bar_gaps,
+        "sb_gaps": sb_gaps,
+        "uwar_gaps": uwar_gaps,
+        "followers": followers,
+    }
+
+
+def uniform_war_gaps(k) -> list[int]:  # noqa: ANN001  (an analysis.program.Kernel)
+    """Cycles from a uniform-datapath instruction's read of a uniform register to the next write of it."""
+    from sass_lsp.isa.semantics import UNIT_BASE
+
+    gaps = []
+    for b in k.blocks:
+        nodes = k.nodes[b.start : b.end]
+        for i, r in enumerate(nodes):
+            if r.eff.pipe not in ("uniform", "umov") or r.eff.variable or r.eff.never:
+                continue
+            for u in r.eff.use_units:
+                if u < UNIT_BASE["UR"]:
+                    continue
+                d = r.ctrl.stall
+                for w in nodes[i + 1 :]:
+                    if u in w.eff.def_units:
+                        gaps.append(d)
+                        break
+                    d += w.ctrl.stall
+    return gaps
 
 
 def scoreboard_wait_gaps(k) -> list[int]:  # noqa: ANN001  (an analysis.program.Kernel)
@@ -504,6 +534,12 @@ def build(arch: str) -> dict:
             "value": min(ev["sb_gaps"]),
             "source": "exp",
             "ref": f"{ref}: min of {len(ev['sb_gaps'])} setter-to-first-wait distances of a scoreboard",
+        }
+    if ev["uwar_gaps"]:
+        params["uniform_war_cycles"] = {
+            "value": min(ev["uwar_gaps"]),
+            "source": "exp",
+            "ref": f"{ref}: min of {len(ev['uwar_gaps'])} uniform-datapath read-to-next-write distances",
         }
     for name, row in old.get("params", {}).items():
         if row.get("source") == "measured":
