@@ -237,7 +237,7 @@ def cpu_breakdown(text: str) -> None:
     doc = Document.from_text("file:///big.cuasm", 1, text)
     index = build_index(doc.lines)
     parse = diagnostics.parse_diagnostics(index)
-    known = diagnostics.encode_known(index, adapter)
+    known = diagnostics.encode_known(index, adapter.arch)
     t1 = clock()
     for job in known.pending:
         diagnostics.encode_pending(index, adapter, job)
@@ -253,7 +253,7 @@ def cpu_breakdown(text: str) -> None:
         doc, edit = doc.apply_edit((line, col), (line, col + 2), f"0{k % 9 + 1}", doc.version + 1)
         index = update_index(index, edit.start, edit.n_old, edit.new_lines)
         diagnostics.parse_diagnostics(index, [line])
-        diagnostics.encode_known(index, adapter, [line])
+        diagnostics.encode_known(index, adapter.arch, [line])
         times.append((clock() - t0) * 1e3)
     median = statistics.median(times)
     print(f"in-process CPU: one-line edit (index + parse + encoder lanes) median {median:.2f} ms")

@@ -1,26 +1,86 @@
 """Feature: stall diagnostics on hover: the static issue timeline of the hovered instruction's basic block
 (:func:`sass_lsp.analysis.timeline`): predicted issue cycle, cycles waited beyond the previous stall, and why.
+
+Computed per stretch between two labels, on first use: every label starts a basic block and a block's
+timeline depends on its own instructions only, so a stretch gives exactly the blocks (and issues) that the
+whole kernel would, at a cost that does not grow with the kernel. Stretches are cached by their text, so
+after an edit only the edited stretch is recomputed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import bisect
+import logging
+from collections.abc import Iterator, Mapping
 
 from sass_lsp.analysis import BlockTimeline, Issue, timeline
 from sass_lsp.ide.checker_input import kernel_module
-from sass_lsp.ide.index import DocumentIndex
+from sass_lsp.ide.diagnostics import LruCache
+from sass_lsp.ide.index import DocumentIndex, Kernel
 from sass_lsp.isa.archs import UnsupportedArch
+from sass_lsp.isa.semantics import load_semantics
+
+log = logging.getLogger(__name__)
+
+IssueAt = tuple[Issue, BlockTimeline]
+
+# (arch, section, first line, lines of the stretch) -> issues by 0-based line
+_STRETCH_CACHE = LruCache(8192)
 
 
-@dataclass(frozen=True)
-class KernelTimeline:
+class KernelTimeline(Mapping[int, IssueAt]):
     """Issues of one kernel keyed by 0-based editor line, with the block each belongs to."""
 
-    issues: dict[int, tuple[Issue, BlockTimeline]]
+    def __init__(self, index: DocumentIndex, kernel: Kernel, arch: str) -> None:
+        self.index = index
+        self.kernel = kernel
+        self.arch = arch
+        sec = kernel.section
+        self._label_lines = sorted(
+            d.line for defs in index.labels.values() for d in defs if sec.line < d.line < sec.end_line
+        )
+        self._stretches: dict[int, dict[int, IssueAt]] = {}
+
+    @property
+    def issues(self) -> Mapping[int, IssueAt]:
+        return self
+
+    def _stretch(self, line: int) -> dict[int, IssueAt]:
+        """The issues of the stretch around ``line``: from its label (or the section start) to the next."""
+        sec = self.kernel.section
+        pos = bisect.bisect_right(self._label_lines, line)
+        start = self._label_lines[pos - 1] if pos else sec.line + 1
+        cached = self._stretches.get(start)
+        if cached is not None:
+            return cached
+        end = self._label_lines[pos] if pos < len(self._label_lines) else sec.end_line
+        key = (self.arch, sec.name, start, tuple(self.index.lines[start:end]))
+        issues = _STRETCH_CACHE.get(key)
+        if issues is None:
+            module = kernel_module(self.index, self.kernel, start, end)
+            try:
+                blocks = timeline(module, self.arch, self.kernel.name)
+            except Exception:  # a model gap must never cost the user the rest of the hover
+                log.warning("timeline failed for lines %d-%d", start + 1, end, exc_info=True)
+                blocks = []
+            issues = {iss.line - 1: (iss, b) for b in blocks for iss in b.issues}
+            _STRETCH_CACHE.put(key, issues)
+        self._stretches[start] = issues  # type: ignore[assignment]
+        return issues  # type: ignore[return-value]
+
+    def __getitem__(self, line: int) -> IssueAt:
+        if not self.kernel.contains(line) or line not in self.index.pcs:
+            raise KeyError(line)
+        return self._stretch(line)[line]
+
+    def __iter__(self) -> Iterator[int]:
+        return (line for line in self.kernel.instr_lines if line in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
     def markdown(self, line: int) -> str | None:
-        hit = self.issues.get(line)
+        hit = self.get(line)
         if hit is None:
             return None
         issue, block = hit
@@ -39,7 +99,7 @@ def kernel_timeline(index: DocumentIndex, line: int, arch: str) -> KernelTimelin
     if kernel is None:
         return None
     try:
-        blocks: Iterable[BlockTimeline] = timeline(kernel_module(index, kernel), arch, kernel.name)
+        load_semantics(arch)
     except UnsupportedArch:
         return None
-    return KernelTimeline({iss.line - 1: (iss, b) for b in blocks for iss in b.issues})
+    return KernelTimeline(index, kernel, arch)

@@ -106,7 +106,8 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
     @ls.feature(lsp.INITIALIZED)
     async def initialized(_params: lsp.InitializedParams) -> None:
         await asyncio.sleep(0)
-        encoder_for(ls.settings.arch or "sm_90")  # load the encoder tables before the first document opens
+        # the encoder's tables are not loaded here: the first didOpen usually follows at once, and its
+        # parse diagnostics must not wait for them (the diagnostics pipeline loads them in a thread)
         caps = ls.client_capabilities.workspace
         if caps is not None and caps.configuration:
             try:

@@ -20,7 +20,7 @@ from pygls.protocol.language_server import lsp_method
 
 from sass_lsp import __version__
 from sass_lsp.ide import diagnostics as diag_mod
-from sass_lsp.ide.backends import checker_available, encoder_for
+from sass_lsp.ide.backends import EncoderAdapter, checker_available, encoder_for, encoder_loaded
 from sass_lsp.ide.diagnostics import Diag
 from sass_lsp.ide.index import DocumentIndex, Kernel, build_index, update_index
 from sass_lsp.ide.settings import Settings, settings_from_raw
@@ -261,20 +261,21 @@ class SassLanguageServer(LanguageServer):
         else:
             parse = diag_mod.parse_diagnostics(index)
         snap.parse_diags = parse
-        adapter = encoder_for(snap.arch) if settings.encoderDiagnostics else None
+        # the encoder lane from its caches only: the first publish never waits for the encoder's tables
+        encode_arch = snap.arch if settings.encoderDiagnostics else None
         encode: list[Diag] = []
         pending: list = []
         base_map = snap.base.encode_map if snap.base is not None and snap.base.arch == snap.arch else None
-        if adapter is not None and base_map is not None:
+        if encode_arch is not None and base_map is not None:
             encode_map = dict(base_map)
             for line in snap.changed_lines:
                 encode_map.pop(line, None)
-            known = diag_mod.encode_known(index, adapter, sorted(snap.changed_lines))
+            known = diag_mod.encode_known(index, encode_arch, sorted(snap.changed_lines))
             pending = known.pending
             encode_map.update((d.line, d) for d in known.diags)
             encode = list(encode_map.values())
-        elif adapter is not None:
-            known = diag_mod.encode_known(index, adapter)
+        elif encode_arch is not None:
+            known = diag_mod.encode_known(index, encode_arch)
             encode, pending = known.diags, known.pending
         hazards: list[Diag] = []
         stale_kernels = []
@@ -289,6 +290,14 @@ class SassLanguageServer(LanguageServer):
                     hazards += diag_mod.hazard_diagnostics(index, kernel, snap.arch, settings)
         snap.base = None  # drop the chain of old snapshots
         self.publish(snap, parse + encode + hazards)
+        adapter = None
+        if pending:
+            assert encode_arch is not None
+            adapter = await self._encoder(encode_arch)
+            if not self._is_latest(snap.uri, snap.version):
+                return
+            if adapter is None:  # no tables for this arch: no encoder diagnostics
+                pending = []
         if not pending and not stale_kernels:
             self._done(snap, parse, encode, index, publish=False)
             return
@@ -319,6 +328,12 @@ class SassLanguageServer(LanguageServer):
         if not self._is_latest(snap.uri, snap.version):
             return
         self._done(snap, parse, encode, index)
+
+    async def _encoder(self, arch: str) -> EncoderAdapter | None:
+        """The encoder for ``arch``; its tables (~0.2 s) load in a thread so that requests are served."""
+        if encoder_loaded(arch):
+            return encoder_for(arch)
+        return await asyncio.to_thread(encoder_for, arch)
 
     async def _check_kernel(self, index: DocumentIndex, kernel: Kernel, arch: str) -> None:
         """Run the checker on one kernel in the worker process (in a thread if no process can be had)."""
