@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections import OrderedDict
@@ -209,17 +208,13 @@ def kernel_key(index: DocumentIndex, kernel: Kernel, arch: str) -> tuple:
 
 def check_section_lines(lines: list[str], first_line: int, arch: str) -> list[Finding]:
     """Findings for the kernel whose section is ``lines`` (starting at document line ``first_line``);
-    self-contained so that it can run in a worker process."""
-    index = build_index(lines)
+    self-contained so that it can run in a worker process. The section is checked at its own lines
+    (blank lines stand in for the rest of the document), so that messages that name a line ("written by
+    S2R at line 1502") name the document's line, as ``kernel_findings`` does."""
+    index = build_index([""] * first_line + lines)
     out: list[Finding] = []
     for kernel in index.kernels:
-        for f in run_checker(kernel_module(index, kernel), arch):
-            related = tuple(dataclasses.replace(r, line=r.line + first_line) for r in f.related)
-            out.append(
-                dataclasses.replace(
-                    f, line=f.line + first_line, end_line=f.end_line + first_line, related=related
-                )
-            )
+        out += run_checker(kernel_module(index, kernel), arch)
     return out
 
 

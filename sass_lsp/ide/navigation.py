@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from sass_lsp.ide.index import DocumentIndex, Kernel
 from sass_lsp.ide.lexer import RegRef, line_detail
+from sass_lsp.ide.registers import kernel_registers
 
 HIGHLIGHT_BUDGET_S = 0.008
 
@@ -153,8 +154,9 @@ def search_register(
     index: DocumentIndex, kernel: Kernel, name: str, around: int | None = None, budget_s: float | None = None
 ) -> RegisterSearch:
     """Reads and writes of ``name`` in the kernel, including wider operands that cover it (LDG.E.128 R16
-    writes R17). With a budget, windows of lines around ``around`` are searched, widening until the
-    kernel is covered or the budget is spent."""
+    writes R17). Once the kernel's register index is built, only the lines it names are read; before that,
+    with a budget, windows of lines around ``around`` are searched, widening until the kernel is covered
+    or the budget is spent."""
     is_gpr = name.startswith("R") and name[1:].isdigit()
     names = [name]
     if is_gpr:
@@ -163,6 +165,12 @@ def search_register(
     lines = kernel.instr_lines
     if not lines:
         return RegisterSearch([], 0, 0)
+    reg_index = kernel_registers(index, kernel)
+    if reg_index is not None:  # the lines that name it are known: read only those, never a partial answer
+        out = []
+        n_hits = _scan(index, reg_index.lines_of.get(name, ()), name, names, is_gpr, out)
+        out.sort(key=lambda o: (o.line, o.start))
+        return RegisterSearch(out, n_hits, n_hits, True, (lines[0], lines[-1]))
     deadline = None if budget_s is None else time.perf_counter() + budget_s
     centre = bisect.bisect_left(lines, around) if around is not None else 0
     lo = hi = centre

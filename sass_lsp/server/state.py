@@ -23,6 +23,7 @@ from sass_lsp.ide import diagnostics as diag_mod
 from sass_lsp.ide.backends import EncoderAdapter, checker_available, encoder_for, encoder_loaded
 from sass_lsp.ide.diagnostics import Diag
 from sass_lsp.ide.index import DocumentIndex, Kernel, build_index, update_index
+from sass_lsp.ide.registers import build_steps, kernel_registers
 from sass_lsp.ide.settings import Settings, settings_from_raw
 from sass_lsp.ide.text import Document, LineEdit
 from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic
@@ -84,6 +85,7 @@ class SassLanguageServer(LanguageServer):
         self._snapshots: dict[str, Snapshot] = {}
         self._edits: dict[str, list[LineEdit]] = {}
         self._diag_tasks: dict[str, asyncio.Task] = {}
+        self._register_tasks: dict[str, tuple[DocumentIndex, asyncio.Task]] = {}
         self.extra_diags: dict[str, tuple[int, list[Diag]]] = {}
         self.published: dict[
             str, tuple[int, float, int]
@@ -147,6 +149,9 @@ class SassLanguageServer(LanguageServer):
         task = self._diag_tasks.pop(uri, None)
         if task is not None:
             task.cancel()
+        building = self._register_tasks.pop(uri, None)
+        if building is not None:
+            building[1].cancel()
 
     # ------------------------------------------------------------------ settings
     def apply_settings(self, raw: object) -> None:
@@ -300,6 +305,7 @@ class SassLanguageServer(LanguageServer):
                 pending = []
         if not pending and not stale_kernels:
             self._done(snap, parse, encode, index, publish=False)
+            self._index_registers(snap)
             return
         # slow lane 1: the encoder on instructions not seen before, time-sliced on the event loop
         t_slice = time.perf_counter()
@@ -316,6 +322,7 @@ class SassLanguageServer(LanguageServer):
         snap.encode_map = {d.line: d for d in encode}
         if pending and stale_kernels:
             self.publish(snap, parse + encode + hazards)
+        self._index_registers(snap)  # while the checker works in its process
         # slow lane 2: the checker on edited kernels, in a worker thread (one at a time per document)
         lock = self._checker_locks.setdefault(snap.uri, asyncio.Lock())
         async with lock:
@@ -328,6 +335,30 @@ class SassLanguageServer(LanguageServer):
         if not self._is_latest(snap.uri, snap.version):
             return
         self._done(snap, parse, encode, index)
+
+    def _index_registers(self, snap: Snapshot) -> None:
+        """Build the register indexes of the snapshot's kernels in the background (hover, highlights and
+        references then read only the lines that name a register); nothing to do after most edits, which
+        carry the index over."""
+        running = self._register_tasks.get(snap.uri)
+        if running is not None and not running[1].done():
+            if running[0] is snap.index:
+                return  # already building these
+            running[1].cancel()
+        if all(kernel_registers(snap.index, k) is not None for k in snap.index.kernels):
+            return
+        task = asyncio.ensure_future(self._build_registers(snap))
+        self._register_tasks[snap.uri] = (snap.index, task)
+
+    async def _build_registers(self, snap: Snapshot) -> None:
+        t_slice = time.perf_counter()
+        for kernel in snap.index.kernels:
+            for _ in build_steps(snap.index, kernel):
+                if time.perf_counter() - t_slice > SLICE_S:
+                    await asyncio.sleep(0)
+                    if not self._is_latest(snap.uri, snap.version):
+                        return
+                    t_slice = time.perf_counter()
 
     async def _encoder(self, arch: str) -> EncoderAdapter | None:
         """The encoder for ``arch``; its tables (~0.2 s) load in a thread so that requests are served."""
