@@ -1,10 +1,10 @@
-"""Feature: register index. Per kernel, the instruction lines that name each register (as an operand, or
-inside a wider one: LDG.E.128 R16 names R16..R19), so that register hover, highlights and references read
-only those lines instead of searching the kernel.
+"""Feature: register index. Per kernel, every read and write of each register (as an operand, or inside a
+wider one: LDG.E.128 R16 writes R16..R19), so that register hover, highlights and references are a
+look-up instead of a search of the kernel.
 
 Built from the cached per-line detail, in steps (the server runs them time-sliced after the diagnostics);
 an edit that keeps the document's structure updates it line by line (:func:`update_registers`, called by
-``update_index``). Until a kernel's index is built, features search the kernel as before.
+``update_index``). Until a kernel's index is built, features search the kernel (``navigation``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from sass_lsp.ide.lexer import line_detail
+from sass_lsp.ide.lexer import RegRef, line_detail
 
 if TYPE_CHECKING:
     from sass_lsp.ide.index import DocumentIndex, Kernel
@@ -22,19 +22,61 @@ if TYPE_CHECKING:
 STEP_LINES = 256  # lines per build step
 
 
+class Occurrence(NamedTuple):
+    line: int
+    start: int
+    end: int
+    is_def: bool
+    via: str = ""  # set when the register is covered by a wider operand (e.g. 'R16' of LDG.E.128)
+
+
+def search_names(name: str) -> tuple[bool, list[str]]:
+    """Whether ``name`` is a general register, and the names whose text a line must contain to name it
+    (itself, and for R<n> the registers up to three below, whose wide operands may cover it)."""
+    is_gpr = name.startswith("R") and name[1:].isdigit()
+    names = [name]
+    if is_gpr:
+        base = int(name[1:])
+        names += [f"R{base - k}" for k in range(1, 4) if base - k >= 0]
+    return is_gpr, names
+
+
+def line_hits(line_no: int, text: str, name: str, names: list[str], is_gpr: bool) -> list[Occurrence]:
+    """Where the line ``text`` reads or writes ``name`` (``names``, ``is_gpr``: from :func:`search_names`)."""
+    if not any(n in text for n in names):
+        return []
+    out = []
+    for reg in line_detail(text).regs:
+        if reg.name == name:
+            out.append(Occurrence(line_no, reg.start, reg.end, reg.is_def))
+        elif is_gpr and reg.width > 1 and name in RegRef.covers(reg):
+            out.append(Occurrence(line_no, reg.start, reg.end, reg.is_def, via=reg.name))
+    return out
+
+
 @dataclass(frozen=True)
 class RegisterIndex:
-    """Register name -> sorted instruction lines of the kernel that name it."""
+    """Register name -> its occurrences sorted by (line, start), and how many lines they are on."""
 
-    lines_of: dict[str, tuple[int, ...]]
+    occurrences: dict[str, tuple[Occurrence, ...]]
+    n_lines: dict[str, int]
 
 
-def line_names(text: str) -> frozenset[str]:
-    """The registers one line names, wider operands expanded (R16 of a 128-bit load: R16..R19)."""
+def _line_names(text: str) -> set[str]:
     names: set[str] = set()
     for reg in line_detail(text).regs:
         names.update(reg.covers())
-    return frozenset(names)
+    return names
+
+
+def _hits_by_name(line_no: int, text: str, names: Iterable[str]) -> dict[str, list[Occurrence]]:
+    out = {}
+    for name in names:
+        is_gpr, wanted = search_names(name)
+        hits = line_hits(line_no, text, name, wanted, is_gpr)
+        if hits:
+            out[name] = sorted(hits, key=lambda o: o.start)
+    return out
 
 
 def kernel_registers(index: DocumentIndex, kernel: Kernel) -> RegisterIndex | None:
@@ -47,14 +89,17 @@ def build_steps(index: DocumentIndex, kernel: Kernel) -> Generator[None, None, N
     when complete (a build left unfinished stores nothing)."""
     if kernel_registers(index, kernel) is not None:
         return
-    lines_of: dict[str, list[int]] = {}
+    occurrences: dict[str, list[Occurrence]] = {}
+    n_lines: dict[str, int] = {}
     all_lines = index.lines
     for pos, line in enumerate(kernel.instr_lines):
-        for name in line_names(all_lines[line]):
-            lines_of.setdefault(name, []).append(line)
+        text = all_lines[line]
+        for name, hits in _hits_by_name(line, text, _line_names(text)).items():
+            occurrences.setdefault(name, []).extend(hits)
+            n_lines[name] = n_lines.get(name, 0) + 1
         if pos % STEP_LINES == STEP_LINES - 1:
             yield
-    built = RegisterIndex({name: tuple(lines) for name, lines in lines_of.items()})
+    built = RegisterIndex({name: tuple(occ) for name, occ in occurrences.items()}, n_lines)
     index.__dict__.setdefault("_registers", {})[kernel.section.line] = built
 
 
@@ -69,22 +114,23 @@ def update_registers(
             continue
         kernel = new.kernel_at(line)
         reg_index = indexes.get(kernel.section.line) if kernel is not None else None
-        if reg_index is None:
+        if reg_index is None or old.lines[line] == new.lines[line]:
             continue
-        before, after = line_names(old.lines[line]), line_names(new.lines[line])
-        if before == after:
-            continue
-        lines_of = dict(reg_index.lines_of)
-        for name in before - after:
-            lines = list(lines_of[name])
-            lines.pop(bisect.bisect_left(lines, line))
-            if lines:
-                lines_of[name] = tuple(lines)
+        text = new.lines[line]
+        after = _hits_by_name(line, text, _line_names(text))
+        occurrences = dict(reg_index.occurrences)
+        n_lines = dict(reg_index.n_lines)
+        for name in _line_names(old.lines[line]) | set(after):
+            occ = occurrences.get(name, ())
+            lo = bisect.bisect_left(occ, (line,))
+            hi = bisect.bisect_left(occ, (line + 1,))
+            hits = after.get(name, [])
+            n = n_lines.get(name, 0) - (hi > lo) + bool(hits)
+            if n:
+                occurrences[name] = (*occ[:lo], *hits, *occ[hi:])
+                n_lines[name] = n
             else:
-                del lines_of[name]
-        for name in after - before:
-            lines = list(lines_of.get(name, ()))
-            bisect.insort(lines, line)
-            lines_of[name] = tuple(lines)
-        indexes[kernel.section.line] = RegisterIndex(lines_of)  # type: ignore[union-attr]
+                occurrences.pop(name, None)
+                n_lines.pop(name, None)
+        indexes[kernel.section.line] = RegisterIndex(occurrences, n_lines)  # type: ignore[union-attr]
     return indexes

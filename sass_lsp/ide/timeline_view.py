@@ -76,8 +76,11 @@ class KernelTimeline(Mapping[int, IssueAt]):
     def __iter__(self) -> Iterator[int]:
         return (line for line in self.kernel.instr_lines if line in self)
 
-    def __len__(self) -> int:
+    def __len__(self) -> int:  # computes every stretch: for tests and small kernels
         return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:  # a timeline is there even before a stretch is computed (len would do all)
+        return True
 
     def markdown(self, line: int) -> str | None:
         hit = self.get(line)

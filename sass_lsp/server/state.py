@@ -322,7 +322,6 @@ class SassLanguageServer(LanguageServer):
         snap.encode_map = {d.line: d for d in encode}
         if pending and stale_kernels:
             self.publish(snap, parse + encode + hazards)
-        self._index_registers(snap)  # while the checker works in its process
         # slow lane 2: the checker on edited kernels, in a worker thread (one at a time per document)
         lock = self._checker_locks.setdefault(snap.uri, asyncio.Lock())
         async with lock:
@@ -335,11 +334,12 @@ class SassLanguageServer(LanguageServer):
         if not self._is_latest(snap.uri, snap.version):
             return
         self._done(snap, parse, encode, index)
+        self._index_registers(snap)
 
     def _index_registers(self, snap: Snapshot) -> None:
-        """Build the register indexes of the snapshot's kernels in the background (hover, highlights and
-        references then read only the lines that name a register); nothing to do after most edits, which
-        carry the index over."""
+        """Build the register indexes of the snapshot's kernels in the background, once its diagnostics are
+        complete (hover, highlights and references are then look-ups); nothing to do after most edits,
+        which carry the indexes over."""
         running = self._register_tasks.get(snap.uri)
         if running is not None and not running[1].done():
             if running[0] is snap.index:
