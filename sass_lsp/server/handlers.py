@@ -33,7 +33,7 @@ from sass_lsp.ide.profile_view import ProfileView, profile_view
 from sass_lsp.ide.text import Document
 from sass_lsp.ide.timeline_view import KernelTimeline, kernel_timeline
 from sass_lsp.server import convert
-from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot
+from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot, freeze_heap
 from sass_lsp.server.suggestions import PolicyUnavailable, SuggestionJobs
 from sass_lsp.server.suggestions import load_net as load_policy_net
 
@@ -787,6 +787,7 @@ async def _encode_all_tokens(ls: SassLanguageServer, snap: Snapshot) -> lsp.Sema
                 data += sub[1:]
                 prev_line = line_no
         if time.perf_counter() - t_slice > SLICE_S:
+            freeze_heap()  # the line details just made stay cached
             await asyncio.sleep(0)
             t_slice = time.perf_counter()
     return lsp.SemanticTokens(data=data)

@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 import multiprocessing
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -31,6 +33,27 @@ from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic
 log = logging.getLogger("sass_lsp.server")
 
 SLICE_S = 0.004  # longest stretch of diagnostics work between two chances to serve requests
+
+
+def freeze_heap() -> None:
+    """Take every object alive now out of the cyclic collector's sight (reference counting still frees
+    them). A 20,000-instruction document keeps ~400k tracked objects (line infos, tokens, indexes)
+    alive; each automatic full collection walked them all, 150-590 ms on the event loop, in the middle
+    of whichever request or keystroke set it off. O(1); called where long-lived objects were made."""
+    gc.freeze()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No collection while a document's index is built (its objects all live on), then freeze them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        freeze_heap()
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -128,7 +151,8 @@ class SassLanguageServer(LanguageServer):
                 base = snap
                 snap.base = None  # keep one level only
         else:
-            index = build_index(doc.lines)
+            with gc_paused():
+                index = build_index(doc.lines)
         snap = Snapshot(doc, index, self.settings.arch or index.file_arch, base, frozenset(changed))
         self._snapshots[uri] = snap
         return snap
@@ -142,6 +166,7 @@ class SassLanguageServer(LanguageServer):
             self._edits.setdefault(uri, []).append(edit)
 
     def forget(self, uri: str) -> None:
+        gc.unfreeze()  # what the closed document left may hold cycles: let the collector see all again
         self.docs.pop(uri, None)
         self._snapshots.pop(uri, None)
         self._edits.pop(uri, None)
@@ -314,6 +339,7 @@ class SassLanguageServer(LanguageServer):
             if d is not None:
                 encode.append(d)
             if time.perf_counter() - t_slice > SLICE_S:
+                freeze_heap()
                 await asyncio.sleep(0)
                 if not self._is_latest(snap.uri, snap.version):
                     return
@@ -355,16 +381,20 @@ class SassLanguageServer(LanguageServer):
         for kernel in snap.index.kernels:
             for _ in build_steps(snap.index, kernel):
                 if time.perf_counter() - t_slice > SLICE_S:
+                    freeze_heap()
                     await asyncio.sleep(0)
                     if not self._is_latest(snap.uri, snap.version):
                         return
                     t_slice = time.perf_counter()
+        freeze_heap()
 
     async def _encoder(self, arch: str) -> EncoderAdapter | None:
         """The encoder for ``arch``; its tables (~0.2 s) load in a thread so that requests are served."""
         if encoder_loaded(arch):
             return encoder_for(arch)
-        return await asyncio.to_thread(encoder_for, arch)
+        adapter = await asyncio.to_thread(encoder_for, arch)
+        freeze_heap()
+        return adapter
 
     async def _check_kernel(self, index: DocumentIndex, kernel: Kernel, arch: str) -> None:
         """Run the checker on one kernel in the worker process (in a thread if no process can be had)."""
@@ -420,5 +450,6 @@ class SassLanguageServer(LanguageServer):
         self.last_hazards[snap.uri] = per_kernel
         hazards = [d for diags in per_kernel.values() for d in diags]
         self.full_diagnostics[snap.uri] = parse + encode + hazards
+        freeze_heap()
         if publish:
             self.publish(snap, parse + encode + hazards)
