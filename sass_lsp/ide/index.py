@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -136,11 +137,17 @@ class DocumentIndex:
 def _blocks_cache(index: DocumentIndex, kernel: Kernel) -> list[Block]:
     cache = index.__dict__.setdefault("_blocks", {})
     if kernel.name not in cache:
-        cache[kernel.name] = _compute_blocks(index, kernel)
+        for _ in block_steps(index, kernel):
+            pass
     return cache[kernel.name]
 
 
-def _compute_blocks(index: DocumentIndex, kernel: Kernel) -> list[Block]:
+def block_steps(index: DocumentIndex, kernel: Kernel, step_lines: int = 1024) -> Generator[None, None, None]:
+    """Compute the kernel's basic blocks into the index's cache, yielding every ``step_lines`` lines (so
+    that a server can compute them in the background without holding up requests)."""
+    cache = index.__dict__.setdefault("_blocks", {})
+    if kernel.name in cache:
+        return
     blocks: list[Block] = []
     start: int | None = None
     label: str | None = None
@@ -165,8 +172,10 @@ def _compute_blocks(index: DocumentIndex, kernel: Kernel) -> list[Block]:
             last_instr = line
             if index.opcode(line) in BLOCK_ENDERS:
                 close()
+        if line % step_lines == 0:
+            yield
     close()
-    return blocks
+    cache[kernel.name] = blocks
 
 
 def _parse_section_args(args: str) -> tuple[str, str]:

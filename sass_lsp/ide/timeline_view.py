@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 
 from sass_lsp.analysis import BlockTimeline, Issue, timeline
 from sass_lsp.ide.checker_input import kernel_module
@@ -67,6 +67,12 @@ class KernelTimeline(Mapping[int, IssueAt]):
             _STRETCH_CACHE.put(key, issues)
         self._stretches[start] = issues  # type: ignore[assignment]
         return issues  # type: ignore[return-value]
+
+    def fill_steps(self) -> Generator[None, None, None]:
+        """Compute every stretch of the kernel (into the cache), yielding after each one."""
+        for line in (self.kernel.section.line + 1, *self._label_lines):
+            self._stretch(line)
+            yield
 
     def __getitem__(self, line: int) -> IssueAt:
         if not self.kernel.contains(line) or line not in self.index.pcs:

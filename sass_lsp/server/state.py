@@ -24,10 +24,11 @@ from sass_lsp import __version__
 from sass_lsp.ide import diagnostics as diag_mod
 from sass_lsp.ide.backends import EncoderAdapter, checker_available, encoder_for, encoder_loaded
 from sass_lsp.ide.diagnostics import Diag
-from sass_lsp.ide.index import DocumentIndex, Kernel, build_index, update_index
-from sass_lsp.ide.registers import build_steps, kernel_registers
+from sass_lsp.ide.index import DocumentIndex, Kernel, block_steps, build_index, update_index
+from sass_lsp.ide.registers import build_steps
 from sass_lsp.ide.settings import Settings, settings_from_raw
 from sass_lsp.ide.text import Document, LineEdit
+from sass_lsp.ide.timeline_view import kernel_timeline
 from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic
 
 log = logging.getLogger("sass_lsp.server")
@@ -363,23 +364,31 @@ class SassLanguageServer(LanguageServer):
         self._index_registers(snap)
 
     def _index_registers(self, snap: Snapshot) -> None:
-        """Build the register indexes of the snapshot's kernels in the background, once its diagnostics are
-        complete (hover, highlights and references are then look-ups); nothing to do after most edits,
-        which carry the indexes over."""
+        """Once a snapshot's diagnostics are complete, build in the background what hover and navigation
+        read of its kernels: register indexes (hover, highlights, references are then look-ups), basic
+        blocks and the issue timeline of every stretch. Most edits carry all of these over (the timeline:
+        every stretch but the edited one), so after them there is little or nothing to do."""
         running = self._register_tasks.get(snap.uri)
         if running is not None and not running[1].done():
             if running[0] is snap.index:
                 return  # already building these
             running[1].cancel()
-        if all(kernel_registers(snap.index, k) is not None for k in snap.index.kernels):
-            return
         task = asyncio.ensure_future(self._build_registers(snap))
         self._register_tasks[snap.uri] = (snap.index, task)
 
     async def _build_registers(self, snap: Snapshot) -> None:
+        index = snap.index
+        steps: list[Iterator[None]] = []
+        for kernel in index.kernels:
+            steps += [build_steps(index, kernel), block_steps(index, kernel)]
+        if snap.arch:
+            for kernel in index.kernels:
+                timeline = kernel_timeline(index, kernel.section.line, snap.arch)
+                if timeline is not None:
+                    steps.append(timeline.fill_steps())
         t_slice = time.perf_counter()
-        for kernel in snap.index.kernels:
-            for _ in build_steps(snap.index, kernel):
+        for step in steps:
+            for _ in step:
                 if time.perf_counter() - t_slice > SLICE_S:
                     freeze_heap()
                     await asyncio.sleep(0)
