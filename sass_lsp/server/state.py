@@ -1,5 +1,6 @@
 """Server state: documents and their indexes per (uri, version), settings, and the diagnostics pipeline
-(debounced, published only for the latest version, long lanes time-sliced so requests keep being served).
+(cheap lanes published at once, slow lanes debounced; published only for the latest version, long lanes
+time-sliced so requests keep being served).
 """
 
 from __future__ import annotations
@@ -265,22 +266,21 @@ class SassLanguageServer(LanguageServer):
         self.published[snap.uri] = (snap.version, time.perf_counter(), len(diags))
 
     async def _diagnose(self, uri: str, version: int, delay: float) -> None:
+        """Publish what is known at once; ``delay`` (the debounce) holds back only the slow lanes."""
         try:
-            if delay > 0:
-                await asyncio.sleep(delay)
             if not self._is_latest(uri, version):
                 return
             snap = self.snapshot(uri)
             if snap is None:
                 return
             self.send_status(snap)
-            await self._run_lanes(snap)
+            await self._run_lanes(snap, delay)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("diagnostics failed for %s v%s", uri, version)
 
-    async def _run_lanes(self, snap: Snapshot) -> None:
+    async def _run_lanes(self, snap: Snapshot, delay: float = 0.0) -> None:
         settings = self.settings
         index = snap.index
         base = snap.base
@@ -321,6 +321,10 @@ class SassLanguageServer(LanguageServer):
                     hazards += diag_mod.hazard_diagnostics(index, kernel, snap.arch, settings)
         snap.base = None  # drop the chain of old snapshots
         self.publish(snap, parse + encode + hazards)
+        if delay > 0 and (pending or stale_kernels):
+            await asyncio.sleep(delay)  # the debounce: a keystroke within it cancels this task
+            if not self._is_latest(snap.uri, snap.version):
+                return
         adapter = None
         if pending:
             assert encode_arch is not None
