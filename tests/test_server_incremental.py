@@ -22,7 +22,7 @@ TEXT = (SHARED_CORPUS / "triton_matmul.cuasm").read_text()
 
 async def settle(server) -> None:  # noqa: ANN001
     for _ in range(1000):
-        tasks = [*server._diag_tasks.values(), *(t for _, t in server._register_tasks.values())]
+        tasks = [*server._diag_tasks.values(), *(t for _, t in server._view_tasks.values())]
         if tasks and all(t.done() for t in tasks):
             return
         await asyncio.sleep(0.02)

@@ -110,7 +110,7 @@ class SassLanguageServer(LanguageServer):
         self._snapshots: dict[str, Snapshot] = {}
         self._edits: dict[str, list[LineEdit]] = {}
         self._diag_tasks: dict[str, asyncio.Task] = {}
-        self._register_tasks: dict[str, tuple[DocumentIndex, asyncio.Task]] = {}
+        self._view_tasks: dict[str, tuple[DocumentIndex, asyncio.Task]] = {}
         self.extra_diags: dict[str, tuple[int, list[Diag]]] = {}
         self.published: dict[
             str, tuple[int, float, int]
@@ -176,7 +176,7 @@ class SassLanguageServer(LanguageServer):
         task = self._diag_tasks.pop(uri, None)
         if task is not None:
             task.cancel()
-        building = self._register_tasks.pop(uri, None)
+        building = self._view_tasks.pop(uri, None)
         if building is not None:
             building[1].cancel()
 
@@ -335,7 +335,7 @@ class SassLanguageServer(LanguageServer):
                 pending = []
         if not pending and not stale_kernels:
             self._done(snap, parse, encode, index, publish=False)
-            self._index_registers(snap)
+            self._prepare_views(snap)
             return
         # slow lane 1: the encoder on instructions not seen before, time-sliced on the event loop
         t_slice = time.perf_counter()
@@ -365,22 +365,22 @@ class SassLanguageServer(LanguageServer):
         if not self._is_latest(snap.uri, snap.version):
             return
         self._done(snap, parse, encode, index)
-        self._index_registers(snap)
+        self._prepare_views(snap)
 
-    def _index_registers(self, snap: Snapshot) -> None:
+    def _prepare_views(self, snap: Snapshot) -> None:
         """Once a snapshot's diagnostics are complete, build in the background what hover and navigation
         read of its kernels: register indexes (hover, highlights, references are then look-ups), basic
         blocks and the issue timeline of every stretch. Most edits carry all of these over (the timeline:
         every stretch but the edited one), so after them there is little or nothing to do."""
-        running = self._register_tasks.get(snap.uri)
+        running = self._view_tasks.get(snap.uri)
         if running is not None and not running[1].done():
             if running[0] is snap.index:
                 return  # already building these
             running[1].cancel()
-        task = asyncio.ensure_future(self._build_registers(snap))
-        self._register_tasks[snap.uri] = (snap.index, task)
+        task = asyncio.ensure_future(self._build_views(snap))
+        self._view_tasks[snap.uri] = (snap.index, task)
 
-    async def _build_registers(self, snap: Snapshot) -> None:
+    async def _build_views(self, snap: Snapshot) -> None:
         index = snap.index
         steps: list[Iterator[None]] = []
         for kernel in index.kernels:
