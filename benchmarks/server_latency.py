@@ -206,7 +206,8 @@ async def run(args: argparse.Namespace, results: dict[str, float]) -> None:
         f"median {statistics.median(after_edit_hovers):.1f} ms, max {max(after_edit_hovers):.1f} ms"
     )
     print(
-        f"  server CPU per edit, all lanes and the hover after it (not the checker process): {edit_cpu:.0f}ms"
+        "  server CPU per edit, all lanes and the hover after it (not the checker process): "
+        f"{edit_cpu:.0f} ms"
     )
 
     # ---- hover / completion
