@@ -68,3 +68,16 @@ def test_stretch_timeline_equals_whole_kernel_timeline() -> None:
     stretches = kernel_timeline(index, kernel.instr_lines[0], "sm_90")
     assert stretches is not None and len(expected) > 100
     assert dict(stretches.items()) == expected
+
+
+def test_stretch_cache_is_bounded_by_issues_held() -> None:
+    from sass_lsp.ide.timeline_view import _StretchCache
+
+    cache = _StretchCache(max_issues=10)
+    cache.put(("a",), dict.fromkeys(range(6)))  # type: ignore[arg-type]
+    cache.put(("b",), dict.fromkeys(range(4)))  # type: ignore[arg-type]
+    assert cache.n_issues == 10 and cache.get(("a",)) is not None
+    cache.put(("c",), dict.fromkeys(range(3)))  # type: ignore[arg-type]
+    assert cache.get(("a",)) is None and cache.get(("b",)) is not None and cache.n_issues == 7
+    cache.put(("b",), dict.fromkeys(range(1)))  # type: ignore[arg-type]
+    assert cache.n_issues == 4

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import bisect
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Generator, Iterator, Mapping
 
 from sass_lsp.analysis import BlockTimeline, Issue, timeline
 from sass_lsp.ide.checker_input import kernel_module
-from sass_lsp.ide.diagnostics import LruCache
 from sass_lsp.ide.index import DocumentIndex, Kernel
 from sass_lsp.isa.archs import UnsupportedArch
 from sass_lsp.isa.semantics import load_semantics
@@ -24,8 +25,33 @@ log = logging.getLogger(__name__)
 
 IssueAt = tuple[Issue, BlockTimeline]
 
-# (arch, section, first line, lines of the stretch) -> issues by 0-based line
-_STRETCH_CACHE = LruCache(8192)
+MAX_CACHED_ISSUES = 60_000  # ~28 MB (~460 bytes an issue); three times a 20,000-instruction kernel
+
+
+class _StretchCache:
+    """(arch, section, first line, lines of the stretch) -> issues by 0-based line; least recently
+    stored first out, bounded by the number of issues held (stretches differ a lot in size)."""
+
+    def __init__(self, max_issues: int) -> None:
+        self.max_issues = max_issues
+        self.n_issues = 0
+        self._entries: OrderedDict[tuple, dict[int, IssueAt]] = OrderedDict()
+        self._lock = threading.Lock()  # hover and the server's background work may fill it
+
+    def get(self, key: tuple) -> dict[int, IssueAt] | None:
+        return self._entries.get(key)
+
+    def put(self, key: tuple, issues: dict[int, IssueAt]) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self.n_issues += len(issues) - (len(old) if old is not None else 0)
+            self._entries[key] = issues
+            while self.n_issues > self.max_issues and len(self._entries) > 1:
+                _, evicted = self._entries.popitem(last=False)
+                self.n_issues -= len(evicted)
+
+
+_STRETCH_CACHE = _StretchCache(MAX_CACHED_ISSUES)
 
 
 class KernelTimeline(Mapping[int, IssueAt]):
@@ -65,8 +91,8 @@ class KernelTimeline(Mapping[int, IssueAt]):
                 blocks = []
             issues = {iss.line - 1: (iss, b) for b in blocks for iss in b.issues}
             _STRETCH_CACHE.put(key, issues)
-        self._stretches[start] = issues  # type: ignore[assignment]
-        return issues  # type: ignore[return-value]
+        self._stretches[start] = issues
+        return issues
 
     def fill_steps(self) -> Generator[None, None, None]:
         """Compute every stretch of the kernel (into the cache), yielding after each one."""
