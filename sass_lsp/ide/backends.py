@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -59,19 +60,29 @@ class EncoderAdapter:
 
 
 _encoders: dict[str, EncoderAdapter | None] = {}
+_encoders_lock = threading.Lock()  # the server loads tables in a thread; a second caller waits for it
 
 
 def encoder_for(arch: str | None) -> EncoderAdapter | None:
+    """The encoder for ``arch`` (None when there are no tables); the first call loads them (~0.2 s)."""
     if not arch:
         return None
-    if arch not in _encoders:
-        try:
-            module = importlib.import_module("sass_lsp.isa.encoder")
-            _encoders[arch] = EncoderAdapter(module.Encoder.for_arch(arch), arch)
-        except Exception as exc:
-            log.info("no encoder for %s: %s", arch, exc)
-            _encoders[arch] = None
+    if arch in _encoders:
+        return _encoders[arch]
+    with _encoders_lock:
+        if arch not in _encoders:
+            try:
+                module = importlib.import_module("sass_lsp.isa.encoder")
+                _encoders[arch] = EncoderAdapter(module.Encoder.for_arch(arch), arch)
+            except Exception as exc:
+                log.info("no encoder for %s: %s", arch, exc)
+                _encoders[arch] = None
     return _encoders[arch]
+
+
+def encoder_loaded(arch: str) -> bool:
+    """Whether :func:`encoder_for` would answer without loading tables."""
+    return arch in _encoders
 
 
 # --------------------------------------------------------------------------------------------- checker

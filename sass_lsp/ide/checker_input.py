@@ -1,6 +1,6 @@
 """The checker's input: a :class:`~sass_lsp.model.Module` holding one kernel's section, built from the
 index's cached lines (1-based lines and columns, exactly as ``parse_cuasm`` would give them) so that the
-per-kernel analysis can be re-run for the edited kernel only.
+per-kernel analysis can be re-run for the edited kernel only (and the timeline for one stretch of it).
 """
 
 from __future__ import annotations
@@ -9,10 +9,15 @@ from sass_lsp.ide.index import DocumentIndex, Kernel, instruction_hidden
 from sass_lsp.model import Directive, Instruction, Label, Module, SectionBlock
 
 
-def kernel_module(index: DocumentIndex, kernel: Kernel) -> Module:
+def kernel_module(
+    index: DocumentIndex, kernel: Kernel, start: int | None = None, end: int | None = None
+) -> Module:
+    """The kernel's section as a module; with ``start``/``end``, only the items on those lines."""
     sec = kernel.section
     block = SectionBlock(sec.name, sec.line + 1, sec.type_text)
-    for line in range(sec.line + 1, sec.end_line):
+    first = sec.line + 1 if start is None else max(start, sec.line + 1)
+    last = sec.end_line if end is None else min(end, sec.end_line)
+    for line in range(first, last):
         info = index.infos[line]
         text = index.lines[line]
         if info.kind == "label" and info.label:

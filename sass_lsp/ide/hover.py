@@ -10,7 +10,7 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sass_lsp.ide.index import DocumentIndex, Kernel
+from sass_lsp.ide.index import DocumentIndex, Kernel, scoreboard_table
 from sass_lsp.ide.isa_facts import opcode_doc
 from sass_lsp.ide.lexer import line_detail
 from sass_lsp.ide.navigation import label_references, search_register, target_at
@@ -124,7 +124,7 @@ def _instruction_md(index: DocumentIndex, line: int, timeline: TimelineFn | None
         parts.append(f"pc `0x{index.pcs[line]:04x}`")
         kernel = index.kernel_at(line)
         if kernel is not None:
-            issue = block_issue_cycles(index, kernel).get(line)
+            issue = issue_cycle(index, kernel, line)
             if issue is not None:
                 label, cycle = issue
                 parts.append(
@@ -153,23 +153,20 @@ def _join(parts: list[str]) -> str:
     return "\n".join(out)
 
 
-def block_issue_cycles(index: DocumentIndex, kernel: Kernel) -> dict[int, tuple[str, int]]:
-    """Line -> (block label, cycle of issue counted from the block start by summing stalls)."""
-    cache = index.__dict__.setdefault("_issue_cycles", {})
-    key = kernel.section.line
-    if key not in cache:
-        out: dict[int, tuple[str, int]] = {}
-        for block in index.blocks(kernel):
-            cycle = 0
-            label = block.label or f"line {block.start_line + 1}"
-            for ln in range(block.start_line, block.end_line + 1):
-                cc = index.infos[ln].ctrl if ln in index.pcs else None
-                if cc is None:
-                    continue
-                out[ln] = (label, cycle)
-                cycle += cc.stall
-        cache[key] = out
-    return cache[key]
+def issue_cycle(index: DocumentIndex, kernel: Kernel, line: int) -> tuple[str, int] | None:
+    """(block label, cycle of issue counted from the block start by summing stalls) of the instruction on
+    ``line``; only its own block is read, so the cost does not grow with the kernel."""
+    blocks = index.blocks(kernel)
+    pos = bisect.bisect_right([b.start_line for b in blocks], line) - 1
+    if pos < 0 or line > blocks[pos].end_line or index.infos[line].ctrl is None or line not in index.pcs:
+        return None
+    block = blocks[pos]
+    cycle = 0
+    for ln in range(block.start_line, line):
+        cc = index.infos[ln].ctrl if ln in index.pcs else None
+        if cc is not None:
+            cycle += cc.stall
+    return block.label or f"line {block.start_line + 1}", cycle
 
 
 def result_consumers(index: DocumentIndex, kernel: Kernel, line: int, window: int = 256) -> list[int]:
@@ -210,37 +207,6 @@ def _register_md(index: DocumentIndex, kernel: Kernel, name: str, line: int) -> 
     return "\n".join(
         [head, "", *_listing("Defined", defs, index), "", *_listing("Used", uses, index), "", note]
     )
-
-
-def scoreboard_table(index: DocumentIndex, kernel: Kernel) -> dict[str, list[list[int]]]:
-    """Per scoreboard 0-5: lines that set it as write / read scoreboard, wait on it, DEPBAR on it."""
-    cache = index.__dict__.setdefault("_scoreboards", {})
-    key = kernel.section.line
-    if key in cache:
-        return cache[key]
-    table: dict[str, list[list[int]]] = {
-        k: [[] for _ in range(6)] for k in ("write", "read", "wait", "depbar")
-    }
-    infos, lines = index.infos, index.lines
-    for ln in kernel.instr_lines:
-        cc = infos[ln].ctrl
-        if cc is None:
-            continue
-        if cc.write_sb is not None:
-            table["write"][cc.write_sb].append(ln)
-        if cc.read_sb is not None:
-            table["read"][cc.read_sb].append(ln)
-        mask = cc.wait_mask
-        if mask:
-            for sb in range(6):
-                if mask >> sb & 1:
-                    table["wait"][sb].append(ln)
-        if "DEPBAR" in lines[ln]:
-            for sb in range(6):
-                if f"SB{sb}" in lines[ln]:
-                    table["depbar"][sb].append(ln)
-    cache[key] = table
-    return table
 
 
 def _scoreboard_md(index: DocumentIndex, kernel: Kernel, sb: int) -> str:

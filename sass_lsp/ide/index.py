@@ -8,7 +8,9 @@ in the server.
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -135,11 +137,17 @@ class DocumentIndex:
 def _blocks_cache(index: DocumentIndex, kernel: Kernel) -> list[Block]:
     cache = index.__dict__.setdefault("_blocks", {})
     if kernel.name not in cache:
-        cache[kernel.name] = _compute_blocks(index, kernel)
+        for _ in block_steps(index, kernel):
+            pass
     return cache[kernel.name]
 
 
-def _compute_blocks(index: DocumentIndex, kernel: Kernel) -> list[Block]:
+def block_steps(index: DocumentIndex, kernel: Kernel, step_lines: int = 1024) -> Generator[None, None, None]:
+    """Compute the kernel's basic blocks into the index's cache, yielding every ``step_lines`` lines (so
+    that a server can compute them in the background without holding up requests)."""
+    cache = index.__dict__.setdefault("_blocks", {})
+    if kernel.name in cache:
+        return
     blocks: list[Block] = []
     start: int | None = None
     label: str | None = None
@@ -164,8 +172,10 @@ def _compute_blocks(index: DocumentIndex, kernel: Kernel) -> list[Block]:
             last_instr = line
             if index.opcode(line) in BLOCK_ENDERS:
                 close()
+        if line % step_lines == 0:
+            yield
     close()
-    return blocks
+    cache[kernel.name] = blocks
 
 
 def _parse_section_args(args: str) -> tuple[str, str]:
@@ -355,6 +365,12 @@ def update_index(
     )
     if "_label_pcs" in old.__dict__:
         index.__dict__["_label_pcs"] = old.__dict__["_label_pcs"]
+    if "_scoreboards" in old.__dict__:
+        index.__dict__["_scoreboards"] = _update_scoreboards(old, index, range(start, start + n_old))
+    if "_registers" in old.__dict__:
+        from sass_lsp.ide.registers import update_registers  # registers reads lines through the lexer
+
+        index.__dict__["_registers"] = update_registers(old, index, range(start, start + n_old))
     if not drop_blocks:
         for key in ("_blocks", "branch_targets"):
             if key in old.__dict__:
@@ -388,3 +404,67 @@ def section_label_pcs(index: DocumentIndex, section: SectionSpan) -> dict[str, i
         out[name] = pc
     cache[section.line] = out
     return out
+
+
+# ------------------------------------------------------------------------------------------ scoreboards
+
+SCOREBOARD_ROLES = ("write", "read", "wait", "depbar")
+
+
+def _scoreboard_entries(info: LineInfo, text: str) -> list[tuple[str, int]]:
+    """(role, scoreboard) pairs of one instruction line: sets W#/R#, waits on B#, DEPBAR on SB#."""
+    cc = info.ctrl
+    if cc is None:
+        return []
+    out: list[tuple[str, int]] = []
+    if cc.write_sb is not None:
+        out.append(("write", cc.write_sb))
+    if cc.read_sb is not None:
+        out.append(("read", cc.read_sb))
+    mask = cc.wait_mask
+    out += [("wait", sb) for sb in range(6) if mask >> sb & 1]
+    if "DEPBAR" in text:
+        out += [("depbar", sb) for sb in range(6) if f"SB{sb}" in text]
+    return out
+
+
+def scoreboard_table(index: DocumentIndex, kernel: Kernel) -> dict[str, list[list[int]]]:
+    """Per scoreboard 0-5: lines that set it as write / read scoreboard, wait on it, DEPBAR on it.
+    Built once per kernel; an edit that keeps the structure updates it line by line (update_index)."""
+    cache = index.__dict__.setdefault("_scoreboards", {})
+    key = kernel.section.line
+    if key not in cache:
+        table: dict[str, list[list[int]]] = {k: [[] for _ in range(6)] for k in SCOREBOARD_ROLES}
+        infos, lines = index.infos, index.lines
+        for ln in kernel.instr_lines:
+            for role, sb in _scoreboard_entries(infos[ln], lines[ln]):
+                table[role][sb].append(ln)
+        cache[key] = table
+    return cache[key]
+
+
+def _update_scoreboards(
+    old: DocumentIndex, new: DocumentIndex, changed: range
+) -> dict[int, dict[str, list[list[int]]]]:
+    """The old index's scoreboard tables with the ``changed`` lines re-read (same structure: same pcs);
+    lists that change are copied, the others shared."""
+    tables = dict(old.__dict__["_scoreboards"])
+    for line in changed:
+        if line not in new.pcs:
+            continue
+        kernel = new.kernel_at(line)
+        if kernel is None or kernel.section.line not in tables:
+            continue
+        before = _scoreboard_entries(old.infos[line], old.lines[line])
+        after = _scoreboard_entries(new.infos[line], new.lines[line])
+        if before == after:
+            continue
+        table = {role: list(per_sb) for role, per_sb in tables[kernel.section.line].items()}
+        for role, sb in before:
+            lines = table[role][sb] = list(table[role][sb])
+            lines.pop(bisect.bisect_left(lines, line))
+        for role, sb in after:
+            lines = table[role][sb] = list(table[role][sb])
+            bisect.insort(lines, line)
+        tables[kernel.section.line] = table
+    return tables

@@ -8,10 +8,12 @@ import bisect
 import re
 import time
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from sass_lsp.ide.index import DocumentIndex, Kernel
-from sass_lsp.ide.lexer import RegRef, line_detail
+from sass_lsp.ide.lexer import line_detail
+from sass_lsp.ide.registers import Occurrence, kernel_registers, line_hits, search_names
+
+__all__ = ["Occurrence", "RegisterSearch", "Span", "Target", "definition", "highlights", "references"]
 
 HIGHLIGHT_BUDGET_S = 0.008
 
@@ -21,14 +23,6 @@ class Span:
     line: int
     start: int
     end: int
-
-
-class Occurrence(NamedTuple):
-    line: int
-    start: int
-    end: int
-    is_def: bool
-    via: str = ""  # set when the register is covered by a wider operand (e.g. 'R16' of LDG.E.128)
 
 
 @dataclass(frozen=True)
@@ -153,16 +147,18 @@ def search_register(
     index: DocumentIndex, kernel: Kernel, name: str, around: int | None = None, budget_s: float | None = None
 ) -> RegisterSearch:
     """Reads and writes of ``name`` in the kernel, including wider operands that cover it (LDG.E.128 R16
-    writes R17). With a budget, windows of lines around ``around`` are searched, widening until the
-    kernel is covered or the budget is spent."""
-    is_gpr = name.startswith("R") and name[1:].isdigit()
-    names = [name]
-    if is_gpr:
-        base = int(name[1:])
-        names += [f"R{base - k}" for k in range(1, 4) if base - k >= 0]
+    writes R17). Once the kernel's register index is built this is a look-up; before that, with a budget,
+    windows of lines around ``around`` are searched, widening until the kernel is covered or the budget
+    is spent."""
+    is_gpr, names = search_names(name)
     lines = kernel.instr_lines
     if not lines:
         return RegisterSearch([], 0, 0)
+    reg_index = kernel_registers(index, kernel)
+    if reg_index is not None:  # a look-up, never a partial answer
+        n_hits = reg_index.n_lines.get(name, 0)
+        occurrences = list(reg_index.occurrences.get(name, ()))
+        return RegisterSearch(occurrences, n_hits, n_hits, True, (lines[0], lines[-1]))
     deadline = None if budget_s is None else time.perf_counter() + budget_s
     centre = bisect.bisect_left(lines, around) if around is not None else 0
     lo = hi = centre
@@ -193,18 +189,9 @@ def _scan(
     all_lines = index.lines
     n_hits = 0
     for line_no in line_nos:
-        text = all_lines[line_no]
-        if not any(n in text for n in names):
-            continue
-        found = False
-        for reg in line_detail(text).regs:
-            if reg.name == name:
-                out.append(Occurrence(line_no, reg.start, reg.end, reg.is_def))
-                found = True
-            elif is_gpr and reg.width > 1 and name in RegRef.covers(reg):
-                out.append(Occurrence(line_no, reg.start, reg.end, reg.is_def, via=reg.name))
-                found = True
-        n_hits += found
+        hits = line_hits(line_no, all_lines[line_no], name, names, is_gpr)
+        out += hits
+        n_hits += bool(hits)
     return n_hits
 
 

@@ -35,7 +35,8 @@ class Settings:
     """Per hazard-rule severity override: rule code -> error | warning | information | hint | off."""
 
     diagnosticsDebounceMs: int = 150
-    """Delay after the last edit before diagnostics are recomputed (milliseconds, 0-5000)."""
+    """Delay after the last edit before the slow diagnostics (the encoder on new instructions, the hazard
+    checker) are recomputed; parse errors and cached results are published at once (milliseconds, 0-5000)."""
 
     encoderDiagnostics: bool = True
     """Report instructions the encoder cannot encode for the file's arch."""

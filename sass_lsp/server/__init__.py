@@ -6,6 +6,7 @@ Entry points: ``sass-lsp serve [--tcp HOST:PORT]`` and ``python -m sass_lsp.serv
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("pygls").setLevel(logging.WARNING)  # pygls logs every message at INFO
     sys.setswitchinterval(0.001)  # the checker runs in a worker thread: hand the GIL back to requests often
     server = build_server()
+    gc.freeze()  # the imported modules live as long as the server (see server.state.freeze_heap)
     if args.tcp:
         host, port = args.tcp
         server.start_tcp(host, port)

@@ -33,7 +33,7 @@ from sass_lsp.ide.profile_view import ProfileView, profile_view
 from sass_lsp.ide.text import Document
 from sass_lsp.ide.timeline_view import KernelTimeline, kernel_timeline
 from sass_lsp.server import convert
-from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot
+from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot, freeze_heap
 from sass_lsp.server.suggestions import PolicyUnavailable, SuggestionJobs
 from sass_lsp.server.suggestions import load_net as load_policy_net
 
@@ -106,7 +106,8 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
     @ls.feature(lsp.INITIALIZED)
     async def initialized(_params: lsp.InitializedParams) -> None:
         await asyncio.sleep(0)
-        encoder_for(ls.settings.arch or "sm_90")  # load the encoder tables before the first document opens
+        # the encoder's tables are not loaded here: the first didOpen usually follows at once, and its
+        # parse diagnostics must not wait for them (the diagnostics pipeline loads them in a thread)
         caps = ls.client_capabilities.workspace
         if caps is not None and caps.configuration:
             try:
@@ -786,6 +787,7 @@ async def _encode_all_tokens(ls: SassLanguageServer, snap: Snapshot) -> lsp.Sema
                 data += sub[1:]
                 prev_line = line_no
         if time.perf_counter() - t_slice > SLICE_S:
+            freeze_heap()  # the line details just made stay cached
             await asyncio.sleep(0)
             t_slice = time.perf_counter()
     return lsp.SemanticTokens(data=data)
