@@ -84,7 +84,7 @@ def median_time(fn: Callable[[], object], repeat: int) -> float:
 
 
 def cold_asm(text: str, arch: str) -> bytes:
-    return assemble_cuasm(text, encode=Encoder.uncached(arch).encode, verify=False)
+    return assemble_cuasm(text, encode=Encoder.uncached(arch).encode_word, verify=False)
 
 
 def main() -> None:

@@ -61,7 +61,7 @@ _NO_BYTES = {
 }
 _ELF_TYPES = {"ET_NONE": 0, "ET_REL": 1, "ET_EXEC": 2, "ET_DYN": 3}
 _TEXT_RELOCS = {"32@lo": 56, "32@hi": 57}  # R_CUDA_ABS32_LO_32 / _HI_32
-_REG_RE = re.compile(r"\bR(\d{1,3})\b")
+_REG_RE = re.compile(r"R(?<!\wR)(\d{1,3})\b")  # \bR..., with a literal first for a fast scan
 
 
 class AssembleError(Exception):
@@ -102,6 +102,9 @@ def directive_size(name: str, args: str, offset: int) -> int | None:
 
 def split_args(args: str) -> list[str]:
     """Split on commas outside parentheses and quotes."""
+    if '"' not in args and "(" not in args and ")" not in args:  # data bytes: every comma splits
+        out = [arg.strip() for arg in args.split(",")]
+        return out if out != [""] else []
     out, depth, quote, start = [], 0, False, 0
     for idx, ch in enumerate(args):
         if ch == '"':
@@ -149,6 +152,7 @@ class _Assembler:
         self.symbols: list[Symbol] = []
         self.sym_index: dict[str, int] = {}
         self.current_text: int | None = None
+        self.ctrl_bits: dict[str, int] = {}  # control text -> shifted bits (a kernel has few distinct ones)
 
     def error(self, line: int, col: int, message: str, hint: str = "") -> None:
         self.diags.append(Diagnostic(line, col, message, hint))
@@ -245,7 +249,14 @@ class _Assembler:
             name = item.name
             if name in _DATA_SIZES:
                 width = _DATA_SIZES[name]
-                for arg in split_args(item.args):
+                args = split_args(item.args)
+                try:  # plain numbers (nearly every data line): no expressions, no relocations
+                    mask = (1 << 8 * width) - 1
+                    out += b"".join((int(arg, 0) & mask).to_bytes(width, "little") for arg in args)
+                    continue
+                except ValueError:
+                    pass
+                for arg in args:
                     out += self.data_value(sec, item, arg, width, len(out), ctx).to_bytes(width, "little")
             elif name == ".zero":
                 if not nobits:
@@ -302,7 +313,9 @@ class _Assembler:
         return found[0] if found else None
 
     def encode_instruction(self, ins: Instruction, pc: int, labels: Mapping[str, int]) -> int:
-        ctrl = encode_ctrl(ins.ctrl)
+        ctrl = self.ctrl_bits.get(ins.ctrl)
+        if ctrl is None:
+            ctrl = self.ctrl_bits[ins.ctrl] = encode_ctrl(ins.ctrl)
         if ins.raw is not None:
             return ((ins.raw & ~CTRL_MASK) | ctrl) ^ ins.hidden
         if self.encode is None:
@@ -398,7 +411,8 @@ class _Assembler:
             instrs = sec.block.instructions
             if not instrs:
                 continue
-            regs = [int(m) for ins in instrs for m in _REG_RE.findall(ins.text.split(None, 1)[-1])]
+            operands = "\n".join(ins.text.split(None, 1)[-1] for ins in instrs)  # one scan, same matches
+            regs = [int(m) for m in _REG_RE.findall(operands)]
             count = max(regs) + 1 + 2 if regs else 0
             for idx, sym in enumerate(self.symbols):
                 if sym.shndx == sec.idx and sym.type == 2:

@@ -30,6 +30,12 @@ _RELOC_RE = re.compile(
     r"(?:,\s*'r_addend':\s*(-?\d+))?"
 )
 _SYMBOLS_RE = re.compile(r"\s*//-+\s*SYMBOLS\s*-+")
+# An instruction line as the writer prints it: well-formed control field, optional /*addr*/, no comment,
+# no string, no '/'. Read in one match; it gives what the general path would (see _parse_instruction).
+_PLAIN_INSTRUCTION_RE = re.compile(
+    r"([ \t]*)\[(B(?:0|-)(?:1|-)(?:2|-)(?:3|-)(?:4|-)(?:5|-):R[0-5-]:W[0-5-]:[Y-]:S(?:0\d|1[0-5]))\]"
+    r"[ \t]*(?:/\*[0-9a-fA-F]*\*/)?[ \t]*([^/\"\s](?:[^/\"]*[^/\"\s])?)[ \t]*"
+)
 
 
 _COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"?|//.*|/\*.*?(?:\*/|$)')
@@ -46,7 +52,25 @@ def strip_comments(line: str) -> str:
     """Blank out ``//`` and ``/* */`` comments outside strings; columns are preserved."""
     if "/" not in line:
         return line
-    return _COMMENT_OR_STRING.sub(_blank_comment, line)
+    if '"' in line:
+        return _COMMENT_OR_STRING.sub(_blank_comment, line)
+    # No strings (every instruction line): the same scan without a callback per comment.
+    pieces, pos = [], 0
+    while (slash := line.find("/", pos)) >= 0:
+        after = line[slash + 1 : slash + 2]
+        if after == "/":
+            pieces.append(line[pos:slash])
+            return "".join(pieces)
+        if after == "*":
+            close = line.find("*/", slash + 2)
+            end = len(line) if close < 0 else close + 2
+            pieces += (line[pos:slash], " " * (end - slash))
+            pos = end
+        else:
+            pieces.append(line[pos : slash + 1])
+            pos = slash + 1
+    pieces.append(line[pos:])
+    return "".join(pieces)
 
 
 def parse_int(text: str) -> int | None:
@@ -84,10 +108,18 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     segment: SegmentBlock | None = None
     in_trailer = False
     for lineno, raw in enumerate(text.splitlines(), 1):
-        if _SYMBOLS_RE.match(raw):
+        plain = _PLAIN_INSTRUCTION_RE.fullmatch(raw) if section is not None else None
+        if plain is not None:
+            assert section is not None
+            lead = plain.end(1)
+            section.items.append(
+                Instruction(plain.group(2), plain.group(3), lineno, lead + 2, plain.start(3) + 1)
+            )
+            continue
+        if "SYMBOLS" in raw and _SYMBOLS_RE.match(raw):
             in_trailer = True
             continue
-        reloc = _RELOC_RE.search(raw)
+        reloc = _RELOC_RE.search(raw) if "Relocation[" in raw else None
         if reloc and section is not None:
             addend = None if reloc.group(4) is None else int(reloc.group(4))
             section.relocs.append(
@@ -214,8 +246,8 @@ def _parse_instruction(
         )
         return
     comment = raw[len(code) :]
-    hidden = _HIDDEN_RE.search(comment)
-    raw_word = _RAW_RE.search(comment)
+    hidden = _HIDDEN_RE.search(comment) if comment else None
+    raw_word = _RAW_RE.search(comment) if comment else None
     section.items.append(
         Instruction(
             ctrl,

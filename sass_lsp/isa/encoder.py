@@ -97,6 +97,7 @@ class Encoder:
         self._global: dict[str, int] = {f: int(v, 16) for f, v in table.get("global", {}).items()}
         self._plans: dict[tuple[str, ...], _Plan | None] = {}  # shape -> compiled plan (None: full path)
         self._fields: dict[tuple[str, str, str, int], _Field] = {}
+        self._words: dict[str, int] = {}  # text -> word, for texts without branch targets or relocations
 
     @classmethod
     @functools.cache
@@ -156,6 +157,29 @@ class Encoder:
             except (ValueError, OverflowError, struct.error):
                 pass  # a value the compiled plan cannot convert: the full path gives the exact error
         return self._encode_full(text, pc, labels)[0]
+
+    def encode_word(
+        self, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None
+    ) -> int | Encoded:
+        """:meth:`encode`, but only the word where no relocation is asked for (what the writer and the
+        assembler read: their callback may return either)."""
+        word = self._words.get(text)
+        if word is not None:
+            return word
+        parts = split_shape(text)
+        plan = self._plans.get(tuple(parts[::2]))
+        if plan is not None and not plan.relocs:
+            try:
+                word, _, branch = plan.evaluate(parts, pc, labels)
+            except (ValueError, OverflowError, struct.error):
+                return self.encode(text, pc=pc, labels=labels)
+            if branch is None:
+                if not plan.has_label:  # the word depends on the text alone: kernels repeat texts
+                    if len(self._words) >= _MAX_MEMO:
+                        self._words.clear()
+                    self._words[text] = word
+                return word
+        return self.encode(text, pc=pc, labels=labels)
 
     def _encode_full(
         self, text: str, pc: int, labels: Mapping[str, int] | None
@@ -252,11 +276,7 @@ class Encoder:
         cache_key = (*key, role.prefix, role.width)
         field_ = self._fields.get(cache_key)
         if field_ is None:
-            names = [f"{role.prefix}{k}" for k in range(role.width)]
-            field_ = self._fields[cache_key] = _Field(
-                [linear.contribution(f) & ~CONTROL_MASK for f in names],
-                [f if linear.unseen(f) else None for f in names],
-            )
+            field_ = self._fields[cache_key] = _Field(linear, role.prefix, role.width)
         return field_
 
     def _feats(self, model: FormModel, feats: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
@@ -390,37 +410,43 @@ class _Linear:
 
 
 class _Field:
-    """One value field's contribution to the word, memoised per byte of the value."""
+    """One value field's contribution to the word: a 256-entry XOR table per byte of the value, built (with
+    the byte's unseen bits) the first time a byte at that position is nonzero."""
 
-    __slots__ = ("contribution", "names", "memos", "mask", "unseen_mask")
+    __slots__ = ("linear", "prefix", "tables", "mask", "unseen_mask")
 
-    def __init__(self, contribution: list[int], names: list[str | None]) -> None:
-        self.contribution = contribution
-        self.names = names  # the feature name of each bit that counts as unseen, else None
-        self.memos: list[dict[int, int]] = [{} for _ in range((len(contribution) + 7) // 8)]
-        self.mask = (1 << len(contribution)) - 1
-        self.unseen_mask = sum(1 << k for k, n in enumerate(names) if n is not None)
+    def __init__(self, linear: _Linear, prefix: str, width: int) -> None:
+        self.linear, self.prefix = linear, prefix
+        self.tables: list[list[int] | None] = [None] * ((width + 7) // 8)
+        self.mask = (1 << width) - 1
+        self.unseen_mask = 0  # over the bytes built so far
+
+    def table(self, chunk: int) -> list[int]:
+        table = self.tables[chunk]
+        if table is None:
+            table = [0]
+            for k in range(8 * chunk, min(8 * chunk + 8, self.mask.bit_length())):
+                name = f"{self.prefix}{k}"
+                part = self.linear.contribution(name) & ~CONTROL_MASK
+                table += [word ^ part for word in table]
+                if self.linear.unseen(name):
+                    self.unseen_mask |= 1 << k
+            table += [0] * (256 - len(table))  # a narrow field's value never reaches these
+            self.tables[chunk] = table
+        return table
 
     def word(self, value: int) -> int:
         word, chunk = 0, 0
         while value:
-            byte = value & 0xFF
-            if byte:
-                memo = self.memos[chunk]
-                part = memo.get(byte)
-                if part is None:
-                    part = 0
-                    for k in range(8):
-                        if byte >> k & 1:
-                            part ^= self.contribution[8 * chunk + k]
-                    memo[byte] = part
-                word ^= part
+            if value & 0xFF:
+                word ^= (self.tables[chunk] or self.table(chunk))[value & 0xFF]
             value >>= 8
             chunk += 1
         return word
 
     def unseen(self, value: int) -> list[str]:
-        return [n for k, n in enumerate(self.names) if n is not None and value >> k & 1]
+        value &= self.unseen_mask
+        return [f"{self.prefix}{k}" for k in range(value.bit_length()) if value >> k & 1]
 
 
 # slot conversions of a plan step
@@ -445,7 +471,9 @@ class _Plan:
         self.base, self.opcode, self.form, self.hidden = base, opcode, form, hidden
         self.const_unseen, self.token_unseen = const_unseen, token_unseen
         self.relocs = relocs  # (operand index, request) of relocated immediates
-        self.steps: list[tuple[int, int, int, _Field]] = []  # (index into parts, conversion, arg, field)
+        self.has_label = any(role.kind == "label" for role in roles)
+        # (index into parts, conversion, arg, value mask, table of a one-byte field, field)
+        self.steps: list[tuple[int, int, int, int, list[int] | None, _Field]] = []
         for idx, (role, field_) in enumerate(zip(roles, fields, strict=True)):
             if role.kind in ("reg", "guard"):
                 conv, arg = _REG, role.zero
@@ -455,13 +483,17 @@ class _Plan:
                 conv, arg = (_NEG_FLOAT if role.negative else _FLOAT), 0
             else:
                 conv, arg = _LABEL, role.operand_idx
-            self.steps.append((2 * idx + 1, conv, arg, field_))
+            narrow = field_.table(0) if field_.mask <= 0xFF else None
+            self.steps.append((2 * idx + 1, conv, arg, field_.mask, narrow, field_))
 
-    def encode(self, parts: list[str], pc: int, labels: Mapping[str, int] | None) -> Encoded:
+    def evaluate(
+        self, parts: list[str], pc: int, labels: Mapping[str, int] | None
+    ) -> tuple[int, list[str] | None, list[tuple[int, RelocRequest]] | None]:
+        """(word, unseen value bits or None, requests for unresolved targets or None)."""
         word = self.base
         unseen: list[str] | None = None
         branch: list[tuple[int, RelocRequest]] | None = None
-        for part_idx, conv, arg, field_ in self.steps:
+        for part_idx, conv, arg, mask, narrow, field_ in self.steps:
             slot = parts[part_idx]
             if conv == _REG:
                 value = int(slot) if slot.isdigit() else arg
@@ -480,11 +512,15 @@ class _Plan:
                 value = target - (pc + 16)
             else:
                 value = float_bits(self.opcode, float("-" + slot if conv == _NEG_FLOAT else slot))
-            value &= field_.mask
+            value &= mask
             if value:
-                word ^= field_.word(value)
-                if value & field_.unseen_mask:
+                word ^= narrow[value] if narrow is not None else field_.word(value)
+                if value & field_.unseen_mask:  # complete for value's bytes: word() built their tables
                     unseen = (unseen or []) + field_.unseen(value)
+        return word, unseen, branch
+
+    def encode(self, parts: list[str], pc: int, labels: Mapping[str, int] | None) -> Encoded:
+        word, unseen, branch = self.evaluate(parts, pc, labels)
         if branch is None:
             relocs = [r for _, r in self.relocs]
         else:
@@ -497,6 +533,7 @@ class _Plan:
 
 
 _NOT_YET = object()  # marks a shape not compiled yet
+_MAX_MEMO = 1 << 18  # texts remembered by encode_word before the memo starts over
 
 
 def encode(arch: str, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None) -> Encoded:

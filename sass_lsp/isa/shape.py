@@ -30,9 +30,8 @@ _SLOT = re.compile(
 )
 
 
-def split_shape(text: str) -> list[str]:
-    """``[literal, slot, literal, slot, ..., literal]``; the literals (``[::2]``) are the shape."""
-    return _SLOT.split(text)
+# split_shape(text) -> [literal, slot, literal, slot, ..., literal]; the literals ([::2]) are the shape.
+split_shape = _SLOT.split
 
 
 class Role(NamedTuple):
