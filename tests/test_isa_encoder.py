@@ -118,12 +118,12 @@ def test_completion_lists(enc: Encoder) -> None:
     assert enc.provenance["script"] == "tools/isa/build_tables.py"
 
 
-# Compiled shapes (isa/shape.py): once a shape is compiled, every text of that shape must encode exactly as the
-# full parse -> features -> predict path does. Texts below cover the slot kinds the CASES lack.
+# Compiled shapes (isa/shape.py): once a shape is compiled, every text of that shape must encode exactly as
+# the full parse -> features -> predict path does. Texts below cover the slot kinds the CASES lack.
 SHAPE_TEXTS = [c[0] for c in CASES] + [
     "@!UP0 UIADD3 UR4, UR5, -0x10, URZ",
     "LDS R0, [R3+-0x8]",
-    "LDL.LU R4, [R1+0x4]                                              (*\"SpillRefill\"*)",
+    'LDL.LU R4, [R1+0x4]                                              (*"SpillRefill"*)',
     "BRA `(.L_x_7)",
     "@P2 BRA `(.L_x_7)",
     "CALL.REL.NOINC `(_Z2f1ii)",
@@ -172,7 +172,8 @@ def test_compiled_shapes_encode_as_the_full_path() -> None:
             except EncodeError as err:
                 with pytest.raises(EncodeError) as info:
                     compiled.encode(variant, pc=pc, labels=labels)
-                assert (info.value.message, info.value.col, info.value.hint) == (err.message, err.col, err.hint)
+                got = (info.value.message, info.value.col, info.value.hint)
+                assert got == (err.message, err.col, err.hint)
                 continue
             assert compiled.encode(variant, pc=pc, labels=labels) == want, variant
             n_compared += 1

@@ -164,7 +164,10 @@ class _Assembler:
             self.secs.append(sec)
             offset = 0
             for item in block.items:
-                if isinstance(item, Label):
+                if isinstance(item, Instruction):
+                    offset += 16
+                    sec.has_extent = True
+                elif isinstance(item, Label):
                     if item.name in self.labels:
                         self.error(
                             item.line,
@@ -173,9 +176,6 @@ class _Assembler:
                             "rename one of the labels",
                         )
                     self.labels[item.name] = (idx, offset)
-                elif isinstance(item, Instruction):
-                    offset += 16
-                    sec.has_extent = True
                 else:
                     try:
                         size = directive_size(item.name, item.args, offset)
@@ -241,10 +241,10 @@ class _Assembler:
         labels = {name: off for name, (idx, off) in self.labels.items() if idx == sec.idx}
         self.current_text = sec.idx
         for item in sec.block.items:
-            if isinstance(item, Label):
-                continue
             if isinstance(item, Instruction):
                 out += self.encode_instruction(item, len(out), labels).to_bytes(16, "little")
+                continue
+            if isinstance(item, Label):
                 continue
             name = item.name
             if name in _DATA_SIZES:
@@ -334,7 +334,9 @@ class _Assembler:
             message = getattr(err, "message", None) or str(err)
             self.error(ins.line, col, f"cannot encode '{ins.text}': {message}", hint)
             return 0
-        word = encoded if isinstance(encoded, int) else int(encoded.word)
+        if isinstance(encoded, int):
+            return (encoded | ctrl) ^ ins.hidden
+        word = int(encoded.word)
         for req in getattr(encoded, "relocs", ()) or ():
             self.text_reloc(ins, pc, labels, req)
         return (word | ctrl) ^ ins.hidden

@@ -168,18 +168,19 @@ class Encoder:
             return word
         parts = split_shape(text)
         plan = self._plans.get(tuple(parts[::2]))
-        if plan is not None and not plan.relocs:
-            try:
-                word, _, branch = plan.evaluate(parts, pc, labels)
-            except (ValueError, OverflowError, struct.error):
-                return self.encode(text, pc=pc, labels=labels)
-            if branch is None:
-                if not plan.has_label:  # the word depends on the text alone: kernels repeat texts
-                    if len(self._words) >= _MAX_MEMO:
-                        self._words.clear()
-                    self._words[text] = word
-                return word
-        return self.encode(text, pc=pc, labels=labels)
+        if plan is None or plan.relocs:
+            return self.encode(text, pc=pc, labels=labels)
+        try:
+            word, _, branch = plan.evaluate(parts, pc, labels)
+        except (ValueError, OverflowError, struct.error):
+            return self.encode(text, pc=pc, labels=labels)
+        if branch is not None:
+            return self.encode(text, pc=pc, labels=labels)
+        if not plan.has_label:  # the word depends on the text alone: kernels repeat texts
+            if len(self._words) >= _MAX_MEMO:
+                self._words.clear()
+            self._words[text] = word
+        return word
 
     def _encode_full(
         self, text: str, pc: int, labels: Mapping[str, int] | None
@@ -413,13 +414,14 @@ class _Field:
     """One value field's contribution to the word: a 256-entry XOR table per byte of the value, built (with
     the byte's unseen bits) the first time a byte at that position is nonzero."""
 
-    __slots__ = ("linear", "prefix", "tables", "mask", "unseen_mask")
+    __slots__ = ("linear", "prefix", "tables", "mask", "unseen_mask", "slot_words")
 
     def __init__(self, linear: _Linear, prefix: str, width: int) -> None:
         self.linear, self.prefix = linear, prefix
         self.tables: list[list[int] | None] = [None] * ((width + 7) // 8)
         self.mask = (1 << width) - 1
         self.unseen_mask = 0  # over the bytes built so far
+        self.slot_words: dict[int, dict[str, int]] = {}  # per slot conversion: slot text -> contribution
 
     def table(self, chunk: int) -> list[int]:
         table = self.tables[chunk]
@@ -472,8 +474,8 @@ class _Plan:
         self.const_unseen, self.token_unseen = const_unseen, token_unseen
         self.relocs = relocs  # (operand index, request) of relocated immediates
         self.has_label = any(role.kind == "label" for role in roles)
-        # (index into parts, conversion, arg, value mask, table of a one-byte field, field)
-        self.steps: list[tuple[int, int, int, int, list[int] | None, _Field]] = []
+        # (index into parts, slot text -> contribution, conversion, arg, value mask, one-byte table, field)
+        self.steps: list[tuple[int, dict[str, int], int, int, int, list[int] | None, _Field]] = []
         for idx, (role, field_) in enumerate(zip(roles, fields, strict=True)):
             if role.kind in ("reg", "guard"):
                 conv, arg = _REG, role.zero
@@ -483,8 +485,9 @@ class _Plan:
                 conv, arg = (_NEG_FLOAT if role.negative else _FLOAT), 0
             else:
                 conv, arg = _LABEL, role.operand_idx
+            memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault(conv, {})
             narrow = field_.table(0) if field_.mask <= 0xFF else None
-            self.steps.append((2 * idx + 1, conv, arg, field_.mask, narrow, field_))
+            self.steps.append((2 * idx + 1, memo, conv, arg, field_.mask, narrow, field_))
 
     def evaluate(
         self, parts: list[str], pc: int, labels: Mapping[str, int] | None
@@ -493,8 +496,12 @@ class _Plan:
         word = self.base
         unseen: list[str] | None = None
         branch: list[tuple[int, RelocRequest]] | None = None
-        for part_idx, conv, arg, mask, narrow, field_ in self.steps:
+        for part_idx, memo, conv, arg, mask, narrow, field_ in self.steps:
             slot = parts[part_idx]
+            part = memo.get(slot)
+            if part is not None:  # this slot text was seen in this field before (register numbers, offsets)
+                word ^= part
+                continue
             if conv == _REG:
                 value = int(slot) if slot.isdigit() else arg
             elif conv == _HEX:
@@ -513,10 +520,12 @@ class _Plan:
             else:
                 value = float_bits(self.opcode, float("-" + slot if conv == _NEG_FLOAT else slot))
             value &= mask
-            if value:
-                word ^= narrow[value] if narrow is not None else field_.word(value)
-                if value & field_.unseen_mask:  # complete for value's bytes: word() built their tables
-                    unseen = (unseen or []) + field_.unseen(value)
+            part = (narrow[value] if narrow is not None else field_.word(value)) if value else 0
+            word ^= part
+            if value & field_.unseen_mask:  # complete for value's bytes: word() built their tables
+                unseen = (unseen or []) + field_.unseen(value)
+            elif conv != _LABEL and len(memo) < _MAX_MEMO:
+                memo[slot] = part
         return word, unseen, branch
 
     def encode(self, parts: list[str], pc: int, labels: Mapping[str, int] | None) -> Encoded:
@@ -533,7 +542,8 @@ class _Plan:
 
 
 _NOT_YET = object()  # marks a shape not compiled yet
-_MAX_MEMO = 1 << 18  # texts remembered by encode_word before the memo starts over
+_MAX_MEMO = 1 << 18  # texts (slot texts per field) remembered before a memo starts over (stops growing)
+_NO_MEMO: dict[str, int] = {}  # branch targets: never filled (they depend on pc and labels)
 
 
 def encode(arch: str, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None) -> Encoded:

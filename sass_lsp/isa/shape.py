@@ -30,8 +30,15 @@ _SLOT = re.compile(
 )
 
 
-# split_shape(text) -> [literal, slot, literal, slot, ..., literal]; the literals ([::2]) are the shape.
-split_shape = _SLOT.split
+def split_shape(text: str) -> list[str]:
+    """``[literal, slot, literal, slot, ..., literal]``; the literals (``[::2]``) are the shape."""
+    head, sep, rest = text.partition(" ")
+    if not sep or head[:1] == "@":  # a guard is a slot: scan all
+        return _SLOT.split(text)
+    # The opcode holds no slot (nothing is one after a word character or '.'): scan from the space.
+    parts = _SLOT.split(sep + rest)
+    parts[0] = head + parts[0]
+    return parts
 
 
 class Role(NamedTuple):
