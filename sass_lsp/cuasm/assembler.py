@@ -87,7 +87,7 @@ class _Sec:
 def directive_size(name: str, args: str, offset: int) -> int | None:
     """Bytes a directive adds at ``offset``; None for an unknown directive."""
     if name in _DATA_SIZES:
-        return _DATA_SIZES[name] * len(split_args(args))
+        return _DATA_SIZES[name] * _count_args(args)
     if name == ".zero":
         return int(args.split(",")[0], 0)
     if name == ".align":
@@ -98,6 +98,14 @@ def directive_size(name: str, args: str, offset: int) -> int | None:
     if name in _NO_BYTES:
         return 0
     return None
+
+
+def _count_args(args: str) -> int:
+    """``len(split_args(args))``."""
+    if '"' in args or "(" in args or ")" in args:
+        return len(split_args(args))
+    n_commas = args.count(",")
+    return n_commas + 1 if n_commas or args.strip() else 0
 
 
 def split_args(args: str) -> list[str]:

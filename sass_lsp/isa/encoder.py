@@ -411,37 +411,56 @@ class _Linear:
 
 
 class _Field:
-    """One value field's contribution to the word: a 256-entry XOR table per byte of the value, built (with
-    the byte's unseen bits) the first time a byte at that position is nonzero."""
+    """One value field's contribution to the word, per byte of the value: the byte's eight bit contributions
+    are XORed for the first few values seen, then a 256-entry table is built (big kernels see most values)."""
 
-    __slots__ = ("linear", "prefix", "tables", "mask", "unseen_mask", "slot_words")
+    __slots__ = ("linear", "prefix", "bits", "tables", "n_computed", "mask", "unseen_mask", "slot_words")
 
     def __init__(self, linear: _Linear, prefix: str, width: int) -> None:
         self.linear, self.prefix = linear, prefix
-        self.tables: list[list[int] | None] = [None] * ((width + 7) // 8)
+        n_chunks = (width + 7) // 8
+        self.bits: list[list[int] | None] = [None] * n_chunks  # contribution of each bit of a byte
+        self.tables: list[list[int] | None] = [None] * n_chunks
+        self.n_computed = [0] * n_chunks
         self.mask = (1 << width) - 1
-        self.unseen_mask = 0  # over the bytes built so far
+        self.unseen_mask = 0  # over the bytes whose bits are known so far
         self.slot_words: dict[int, dict[str, int]] = {}  # per slot conversion: slot text -> contribution
 
-    def table(self, chunk: int) -> list[int]:
-        table = self.tables[chunk]
-        if table is None:
-            table = [0]
-            for k in range(8 * chunk, min(8 * chunk + 8, self.mask.bit_length())):
-                name = f"{self.prefix}{k}"
-                part = self.linear.contribution(name) & ~CONTROL_MASK
-                table += [word ^ part for word in table]
-                if self.linear.unseen(name):
-                    self.unseen_mask |= 1 << k
-            table += [0] * (256 - len(table))  # a narrow field's value never reaches these
-            self.tables[chunk] = table
-        return table
+    def _bits(self, chunk: int) -> list[int]:
+        bits = []
+        for k in range(8 * chunk, min(8 * chunk + 8, self.mask.bit_length())):
+            name = f"{self.prefix}{k}"
+            bits.append(self.linear.contribution(name) & ~CONTROL_MASK)
+            if self.linear.unseen(name):
+                self.unseen_mask |= 1 << k
+        self.bits[chunk] = bits
+        return bits
+
+    def _part(self, chunk: int, byte: int) -> int:
+        bits = self.bits[chunk] or self._bits(chunk)
+        self.n_computed[chunk] += 1
+        if self.n_computed[chunk] < _TABLE_AFTER:
+            part = 0
+            for k, contribution in enumerate(bits):
+                if byte >> k & 1:
+                    part ^= contribution
+            return part
+        table = [0]
+        for contribution in bits:
+            table += [word ^ contribution for word in table]
+        table += [0] * (256 - len(table))  # a narrow field's value never reaches these
+        self.tables[chunk] = table
+        return table[byte]
 
     def word(self, value: int) -> int:
+        """The contribution of ``value`` (already masked to the field); also completes ``unseen_mask``
+        for the bytes of ``value``."""
         word, chunk = 0, 0
         while value:
-            if value & 0xFF:
-                word ^= (self.tables[chunk] or self.table(chunk))[value & 0xFF]
+            byte = value & 0xFF
+            if byte:
+                table = self.tables[chunk]
+                word ^= table[byte] if table is not None else self._part(chunk, byte)
             value >>= 8
             chunk += 1
         return word
@@ -451,6 +470,7 @@ class _Field:
         return [f"{self.prefix}{k}" for k in range(value.bit_length()) if value >> k & 1]
 
 
+_TABLE_AFTER = 16  # values of one byte position computed bit by bit before its table is built
 # slot conversions of a plan step
 _REG, _HEX, _NEG_HEX, _FLOAT, _NEG_FLOAT, _LABEL = range(6)
 
@@ -474,8 +494,8 @@ class _Plan:
         self.const_unseen, self.token_unseen = const_unseen, token_unseen
         self.relocs = relocs  # (operand index, request) of relocated immediates
         self.has_label = any(role.kind == "label" for role in roles)
-        # (index into parts, slot text -> contribution, conversion, arg, value mask, one-byte table, field)
-        self.steps: list[tuple[int, dict[str, int], int, int, int, list[int] | None, _Field]] = []
+        # (index into parts, slot text -> contribution, conversion, arg, value mask, field)
+        self.steps: list[tuple[int, dict[str, int], int, int, int, _Field]] = []
         for idx, (role, field_) in enumerate(zip(roles, fields, strict=True)):
             if role.kind in ("reg", "guard"):
                 conv, arg = _REG, role.zero
@@ -486,8 +506,7 @@ class _Plan:
             else:
                 conv, arg = _LABEL, role.operand_idx
             memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault(conv, {})
-            narrow = field_.table(0) if field_.mask <= 0xFF else None
-            self.steps.append((2 * idx + 1, memo, conv, arg, field_.mask, narrow, field_))
+            self.steps.append((2 * idx + 1, memo, conv, arg, field_.mask, field_))
 
     def evaluate(
         self, parts: list[str], pc: int, labels: Mapping[str, int] | None
@@ -496,7 +515,7 @@ class _Plan:
         word = self.base
         unseen: list[str] | None = None
         branch: list[tuple[int, RelocRequest]] | None = None
-        for part_idx, memo, conv, arg, mask, narrow, field_ in self.steps:
+        for part_idx, memo, conv, arg, mask, field_ in self.steps:
             slot = parts[part_idx]
             part = memo.get(slot)
             if part is not None:  # this slot text was seen in this field before (register numbers, offsets)
@@ -520,9 +539,9 @@ class _Plan:
             else:
                 value = float_bits(self.opcode, float("-" + slot if conv == _NEG_FLOAT else slot))
             value &= mask
-            part = (narrow[value] if narrow is not None else field_.word(value)) if value else 0
+            part = field_.word(value) if value else 0
             word ^= part
-            if value & field_.unseen_mask:  # complete for value's bytes: word() built their tables
+            if value & field_.unseen_mask:  # complete for the bytes of value: word() read their bits
                 unseen = (unseen or []) + field_.unseen(value)
             elif conv != _LABEL and len(memo) < _MAX_MEMO:
                 memo[slot] = part
