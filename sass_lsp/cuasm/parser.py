@@ -30,11 +30,11 @@ _RELOC_RE = re.compile(
     r"(?:,\s*'r_addend':\s*(-?\d+))?"
 )
 _SYMBOLS_RE = re.compile(r"\s*//-+\s*SYMBOLS\s*-+")
-# An instruction line as the writer prints it: well-formed control field, optional /*addr*/, no comment,
-# no string, no '/'. Read in one match; it gives what the general path would (see _parse_instruction).
-_PLAIN_INSTRUCTION_RE = re.compile(
-    r"([ \t]*)\[(B(?:0|-)(?:1|-)(?:2|-)(?:3|-)(?:4|-)(?:5|-):R[0-5-]:W[0-5-]:[Y-]:S(?:0\d|1[0-5]))\]"
-    r"[ \t]*(?:/\*[0-9a-fA-F]*\*/)?[ \t]*([^/\"\s](?:[^/\"]*[^/\"\s])?)[ \t]*"
+# The head of an instruction line as the writer prints it: a well-formed control field and an optional
+# /*addr*/. With no '/' or '"' after it, the rest is the text (see _plain_instruction).
+_PLAIN_HEAD_RE = re.compile(
+    r"[ \t]*\[(B(?:0|-)(?:1|-)(?:2|-)(?:3|-)(?:4|-)(?:5|-):R[0-5-]:W[0-5-]:[Y-]:S(?:0\d|1[0-5]))\]"
+    r"[ \t]*(?:/\*[0-9a-fA-F]*\*/)?[ \t]*"
 )
 
 
@@ -108,14 +108,11 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     segment: SegmentBlock | None = None
     in_trailer = False
     for lineno, raw in enumerate(text.splitlines(), 1):
-        plain = _PLAIN_INSTRUCTION_RE.fullmatch(raw) if section is not None else None
-        if plain is not None:
-            assert section is not None
-            lead = plain.end(1)
-            section.items.append(
-                Instruction(plain.group(2), plain.group(3), lineno, lead + 2, plain.start(3) + 1)
-            )
-            continue
+        if section is not None:
+            plain = _plain_instruction(raw, lineno)
+            if plain is not None:
+                section.items.append(plain)
+                continue
         if "SYMBOLS" in raw and _SYMBOLS_RE.match(raw):
             in_trailer = True
             continue
@@ -208,6 +205,20 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
         else:
             section.items.append(Directive(name, args, lineno, col, args_col))
     return module, diags
+
+
+def _plain_instruction(raw: str, lineno: int) -> Instruction | None:
+    """A line without comment, string or '/' after a well-formed control field, read without the general
+    path's comment stripping and control parsing; None for any other line. The result is the general path's:
+    nothing of the line is a comment but the /*addr*/, and the text is the rest, stripped."""
+    head = _PLAIN_HEAD_RE.match(raw)
+    if head is None:
+        return None
+    start = head.end()
+    text = raw[start:].rstrip(" \t")
+    if not text or "/" in text or '"' in text or text[0].isspace() or text[-1].isspace():
+        return None
+    return Instruction(head.group(1), text, lineno, head.start(1) + 1, start + 1)
 
 
 def _parse_instruction(
