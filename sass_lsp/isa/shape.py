@@ -17,9 +17,11 @@ from typing import NamedTuple
 
 from .syntax import REG_ZERO, Instruction, Operand
 
-# Every slot but a branch target starts with one of [0-9a-fA-FTZ]; the lookahead lets the scan skip the rest
-# cheaply. A register name follows no word character, '.', '$', '@' or '@!' (guards are their own slot).
+# Every slot but a branch target starts with one of [0-9a-fA-FTZ]; with the lookbehind before it, the scan
+# skips other positions cheaply. A register name follows no word character, '.', '$', '@' or '@!' (guards
+# are their own slot).
 _SLOT = re.compile(
+    r"(?<![ACDEFGHIJKLMNOQSTUVWXYZa-wyz0-9_.$])"  # a slot follows R, P, B, x, ( or no word character
     r"((?=[0-9a-fA-FTZ])(?:"
     r"(?:(?<=[^\w.$@][RPB])|(?<=[^\w.$@](?:UR|UP|SB)))(?<!@!P)(?<!@!UP)"
     r"(?:(?<=R)(?:\d+|Z)|(?<=P)(?:\d+|T)|(?<=B)\d+)(?![\w$])"  # register number (RZ, URZ, PT, UPT too)
