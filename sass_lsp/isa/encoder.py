@@ -212,6 +212,8 @@ class Encoder:
         self, key: tuple[str, ...], text: str, parts: list[str], pc: int, labels: Mapping[str, int] | None
     ) -> Encoded:
         """First text of a shape: the full path's answer; its compiled plan is kept if it agrees."""
+        if len(self._plans) >= _MAX_MEMO:  # a long editing session types many shapes: start over
+            self._plans.clear()
         try:
             result, ins, fs = self._encode_full(text, pc, labels)
         except EncodeError:
