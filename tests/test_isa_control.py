@@ -5,6 +5,7 @@ import pytest
 from sass_lsp.isa.control import (
     ControlCode,
     ControlCodeError,
+    control_bits,
     control_from_word,
     control_to_bits,
     format_control,
@@ -58,3 +59,22 @@ def test_errors_have_columns(text: str, col: int) -> None:
         parse_control(text)
     assert info.value.col == col
     assert info.value.hint
+
+
+def test_every_well_formed_field_parses_as_it_formats() -> None:
+    """All 100352 fields without brackets (the parser's form; read in one match) round-trip."""
+    n_fields = 0
+    for wait in range(64):
+        wait_text = "".join(str(i) if wait >> i & 1 else "-" for i in range(6))
+        for rd in "012345-":
+            for wr in "012345-":
+                for yf in "Y-":
+                    for stall in range(16):
+                        text = f"B{wait_text}:R{rd}:W{wr}:{yf}:S{stall:02d}"
+                        cc = parse_control(text)
+                        assert format_control(cc) == f"[{text}]"
+                        assert control_bits(text) == control_to_bits(cc)
+                        n_fields += 1
+    assert n_fields == 64 * 7 * 7 * 2 * 16
+    with pytest.raises(ControlCodeError):
+        control_bits("B------:R-:W6:-:S01")

@@ -2,10 +2,13 @@
 real sm_90 cubins in /work/shared/corpus/sm_90 (never from our encoder). The control bits come from the
 expected word itself (the encoder leaves them zero), as the coverage benchmark does."""
 
+import random
+
 import pytest
 
 from sass_lsp.isa.control import CONTROL_MASK, control_from_word, format_control
 from sass_lsp.isa.encoder import EncodeError, Encoder, UnsupportedArch
+from sass_lsp.isa.shape import split_shape
 
 # (text, pc, labels, lo qword, hi qword)   # SM90: source cubin
 CASES = [
@@ -113,3 +116,76 @@ def test_completion_lists(enc: Encoder) -> None:
     assert {"FFMA", "LDG", "HGMMA", "IMAD"} <= set(enc.known_opcodes())
     assert {"E", "128", "CONSTANT"} & set(enc.known_modifiers("LDG"))
     assert enc.provenance["script"] == "tools/isa/build_tables.py"
+
+
+# Compiled shapes (isa/shape.py): once a shape is compiled, every text of that shape must encode exactly as
+# the full parse -> features -> predict path does. Texts below cover the slot kinds the CASES lack.
+SHAPE_TEXTS = [c[0] for c in CASES] + [
+    "@!UP0 UIADD3 UR4, UR5, -0x10, URZ",
+    "LDS R0, [R3+-0x8]",
+    'LDL.LU R4, [R1+0x4]                                              (*"SpillRefill"*)',
+    "BRA `(.L_x_7)",
+    "@P2 BRA `(.L_x_7)",
+    "CALL.REL.NOINC `(_Z2f1ii)",
+    "BRX R6 -0x1b0",
+    "FSEL R0, R1, -QNAN , P0",
+    "HADD2 R0, -RZ, 1.5, -0.25",
+    "DFMA R2, R4, 2, R2",
+    "MOV R20, 32@lo((_Z7argtestPiS_S_ + .L_x_0@srel))",
+    "ULDC.64 UR4, c[0x0][0x208]",
+    "LDC R2, c[0x3][R0+0x10]",
+    "DEPBAR.LE SB0, 0x0, {4,3,2,1}",
+    "BSSY B0, `(.L_x_2)",
+]
+
+
+def _perturb(text: str, rng: random.Random) -> str:
+    """``text`` with every slot given a new value of its kind (same shape)."""
+    parts = split_shape(text)
+    for idx in range(1, len(parts), 2):
+        before = parts[idx - 1]
+        if before.endswith("`("):
+            parts[idx] = rng.choice([".L_x_7", ".L_x_2", "_Z2f1ii", "far"])
+        elif before.endswith("0x"):
+            parts[idx] = f"{rng.getrandbits(rng.choice([4, 8, 16, 32, 64])):x}"
+        elif before.endswith(("@P", "@!P", "@UP", "@!UP")):
+            parts[idx] = rng.choice("0123456T")
+        elif before[-1:].isalpha():
+            zero = "Z" if before.endswith("R") else "T" if before.endswith("P") else str(rng.randrange(6))
+            parts[idx] = rng.choice([str(rng.randrange(256)), str(rng.randrange(8)), zero])
+        else:
+            parts[idx] = rng.choice(["0.5", "2", "1.4426950216293334961", "3.0e+38", "1e-05", "65504"])
+    return "".join(parts)
+
+
+def test_compiled_shapes_encode_as_the_full_path() -> None:
+    rng = random.Random(7)
+    labels = {".L_x_7": 0x40, ".L_x_2": 0x1230, "_Z2f1ii": 0x0}
+    compiled = Encoder.uncached("sm_90")
+    n_compared = 0
+    for text in SHAPE_TEXTS:
+        compiled.encode(text, pc=0x100, labels=labels)  # compiles the shape (its values all encode)
+        for _ in range(40):
+            variant, pc = _perturb(text, rng), 16 * rng.randrange(0x400)
+            try:
+                want = Encoder.uncached("sm_90").encode(variant, pc=pc, labels=labels)  # full path
+            except EncodeError as err:
+                with pytest.raises(EncodeError) as info:
+                    compiled.encode(variant, pc=pc, labels=labels)
+                got = (info.value.message, info.value.col, info.value.hint)
+                assert got == (err.message, err.col, err.hint)
+                continue
+            assert compiled.encode(variant, pc=pc, labels=labels) == want, variant
+            n_compared += 1
+    assert n_compared > 30 * len(SHAPE_TEXTS)
+    n_plans = sum(plan is not None for plan in compiled._plans.values())
+    assert n_plans == len(compiled._plans) - 1  # all but the set {4,3,2,1}
+
+
+def test_shape_keeps_opcode_and_suffix_digits_literal() -> None:
+    assert split_shape("@P1 HMMA.16816.F32 R4, R8.reuse, c[0x0][0x210], -1.5, R2.64, SR_CTAID.X") == [
+        "@P", "1", " HMMA.16816.F32 R", "4", ", R", "8", ".reuse, c[0x", "0", "][0x", "210", "], -", "1.5",
+        ", R", "2", ".64, SR_CTAID.X",
+    ]  # fmt: skip
+    assert split_shape("R2UR UR4, R2")[:3] == ["R2UR UR", "4", ", R"]
+    assert split_shape("BRA `(.L_x_12)") == ["BRA `(", ".L_x_12", ")"]

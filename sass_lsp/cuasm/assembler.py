@@ -61,7 +61,7 @@ _NO_BYTES = {
 }
 _ELF_TYPES = {"ET_NONE": 0, "ET_REL": 1, "ET_EXEC": 2, "ET_DYN": 3}
 _TEXT_RELOCS = {"32@lo": 56, "32@hi": 57}  # R_CUDA_ABS32_LO_32 / _HI_32
-_REG_RE = re.compile(r"\bR(\d{1,3})\b")
+_REG_RE = re.compile(r"R(?<!\wR)(\d{1,3})\b")  # \bR..., with a literal first for a fast scan
 
 
 class AssembleError(Exception):
@@ -87,7 +87,7 @@ class _Sec:
 def directive_size(name: str, args: str, offset: int) -> int | None:
     """Bytes a directive adds at ``offset``; None for an unknown directive."""
     if name in _DATA_SIZES:
-        return _DATA_SIZES[name] * len(split_args(args))
+        return _DATA_SIZES[name] * _count_args(args)
     if name == ".zero":
         return int(args.split(",")[0], 0)
     if name == ".align":
@@ -100,8 +100,19 @@ def directive_size(name: str, args: str, offset: int) -> int | None:
     return None
 
 
+def _count_args(args: str) -> int:
+    """``len(split_args(args))``."""
+    if '"' in args or "(" in args or ")" in args:
+        return len(split_args(args))
+    n_commas = args.count(",")
+    return n_commas + 1 if n_commas or args.strip() else 0
+
+
 def split_args(args: str) -> list[str]:
     """Split on commas outside parentheses and quotes."""
+    if '"' not in args and "(" not in args and ")" not in args:  # data bytes: every comma splits
+        out = [arg.strip() for arg in args.split(",")]
+        return out if out != [""] else []
     out, depth, quote, start = [], 0, False, 0
     for idx, ch in enumerate(args):
         if ch == '"':
@@ -149,6 +160,7 @@ class _Assembler:
         self.symbols: list[Symbol] = []
         self.sym_index: dict[str, int] = {}
         self.current_text: int | None = None
+        self.ctrl_bits: dict[str, int] = {}  # control text -> shifted bits (a kernel has few distinct ones)
 
     def error(self, line: int, col: int, message: str, hint: str = "") -> None:
         self.diags.append(Diagnostic(line, col, message, hint))
@@ -160,7 +172,10 @@ class _Assembler:
             self.secs.append(sec)
             offset = 0
             for item in block.items:
-                if isinstance(item, Label):
+                if isinstance(item, Instruction):
+                    offset += 16
+                    sec.has_extent = True
+                elif isinstance(item, Label):
                     if item.name in self.labels:
                         self.error(
                             item.line,
@@ -169,9 +184,6 @@ class _Assembler:
                             "rename one of the labels",
                         )
                     self.labels[item.name] = (idx, offset)
-                elif isinstance(item, Instruction):
-                    offset += 16
-                    sec.has_extent = True
                 else:
                     try:
                         size = directive_size(item.name, item.args, offset)
@@ -237,15 +249,22 @@ class _Assembler:
         labels = {name: off for name, (idx, off) in self.labels.items() if idx == sec.idx}
         self.current_text = sec.idx
         for item in sec.block.items:
-            if isinstance(item, Label):
-                continue
             if isinstance(item, Instruction):
                 out += self.encode_instruction(item, len(out), labels).to_bytes(16, "little")
+                continue
+            if isinstance(item, Label):
                 continue
             name = item.name
             if name in _DATA_SIZES:
                 width = _DATA_SIZES[name]
-                for arg in split_args(item.args):
+                args = split_args(item.args)
+                try:  # plain numbers (nearly every data line): no expressions, no relocations
+                    mask = (1 << 8 * width) - 1
+                    out += b"".join((int(arg, 0) & mask).to_bytes(width, "little") for arg in args)
+                    continue
+                except ValueError:
+                    pass
+                for arg in args:
                     out += self.data_value(sec, item, arg, width, len(out), ctx).to_bytes(width, "little")
             elif name == ".zero":
                 if not nobits:
@@ -302,7 +321,9 @@ class _Assembler:
         return found[0] if found else None
 
     def encode_instruction(self, ins: Instruction, pc: int, labels: Mapping[str, int]) -> int:
-        ctrl = encode_ctrl(ins.ctrl)
+        ctrl = self.ctrl_bits.get(ins.ctrl)
+        if ctrl is None:
+            ctrl = self.ctrl_bits[ins.ctrl] = encode_ctrl(ins.ctrl)
         if ins.raw is not None:
             return ((ins.raw & ~CTRL_MASK) | ctrl) ^ ins.hidden
         if self.encode is None:
@@ -321,7 +342,9 @@ class _Assembler:
             message = getattr(err, "message", None) or str(err)
             self.error(ins.line, col, f"cannot encode '{ins.text}': {message}", hint)
             return 0
-        word = encoded if isinstance(encoded, int) else int(encoded.word)
+        if isinstance(encoded, int):
+            return (encoded | ctrl) ^ ins.hidden
+        word = int(encoded.word)
         for req in getattr(encoded, "relocs", ()) or ():
             self.text_reloc(ins, pc, labels, req)
         return (word | ctrl) ^ ins.hidden
@@ -398,7 +421,8 @@ class _Assembler:
             instrs = sec.block.instructions
             if not instrs:
                 continue
-            regs = [int(m) for ins in instrs for m in _REG_RE.findall(ins.text.split(None, 1)[-1])]
+            operands = "\n".join(ins.text.split(None, 1)[-1] for ins in instrs)  # one scan, same matches
+            regs = [int(m) for m in _REG_RE.findall(operands)]
             count = max(regs) + 1 + 2 if regs else 0
             for idx, sym in enumerate(self.symbols):
                 if sym.shndx == sec.idx and sym.type == 2:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from sass_lsp.isa.control import (
     CONTROL_MASK,
     CONTROL_SHIFT,
+    control_bits,
     control_from_word,
-    control_to_bits,
     format_control,
-    parse_control,
 )
 
 CTRL_MASK = CONTROL_MASK
@@ -20,4 +19,4 @@ def decode_ctrl(word: int) -> str:
 
 def encode_ctrl(text: str) -> int:
     """Control text (validated by the parser) as bits already shifted to bit 105."""
-    return control_to_bits(parse_control(text)) << CONTROL_SHIFT
+    return control_bits(text) << CONTROL_SHIFT

@@ -10,8 +10,8 @@ EncodeFn = Callable[..., object]  # encode(text, pc=..., labels=...) -> int | ob
 
 
 def default_encoder(arch: str) -> EncodeFn | None:
-    """``encode`` of the real instruction encoder for ``arch``; None where there is none yet."""
+    """The real instruction encoder for ``arch`` (its ``encode_word``); None where there is none yet."""
     try:
-        return Encoder.for_arch(arch).encode
+        return Encoder.for_arch(arch).encode_word
     except UnsupportedArch:
         return None

@@ -30,6 +30,12 @@ _RELOC_RE = re.compile(
     r"(?:,\s*'r_addend':\s*(-?\d+))?"
 )
 _SYMBOLS_RE = re.compile(r"\s*//-+\s*SYMBOLS\s*-+")
+# The head of an instruction line as the writer prints it: a well-formed control field and an optional
+# /*addr*/. With no '/' or '"' after it, the rest is the text (see _plain_instruction).
+_PLAIN_HEAD_RE = re.compile(
+    r"[ \t]*\[(B(?:0|-)(?:1|-)(?:2|-)(?:3|-)(?:4|-)(?:5|-):R[0-5-]:W[0-5-]:[Y-]:S(?:0\d|1[0-5]))\]"
+    r"[ \t]*(?:/\*[0-9a-fA-F]*\*/)?[ \t]*"
+)
 
 
 _COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"?|//.*|/\*.*?(?:\*/|$)')
@@ -46,7 +52,25 @@ def strip_comments(line: str) -> str:
     """Blank out ``//`` and ``/* */`` comments outside strings; columns are preserved."""
     if "/" not in line:
         return line
-    return _COMMENT_OR_STRING.sub(_blank_comment, line)
+    if '"' in line:
+        return _COMMENT_OR_STRING.sub(_blank_comment, line)
+    # No strings (every instruction line): the same scan without a callback per comment.
+    pieces, pos = [], 0
+    while (slash := line.find("/", pos)) >= 0:
+        after = line[slash + 1 : slash + 2]
+        if after == "/":
+            pieces.append(line[pos:slash])
+            return "".join(pieces)
+        if after == "*":
+            close = line.find("*/", slash + 2)
+            end = len(line) if close < 0 else close + 2
+            pieces += (line[pos:slash], " " * (end - slash))
+            pos = end
+        else:
+            pieces.append(line[pos : slash + 1])
+            pos = slash + 1
+    pieces.append(line[pos:])
+    return "".join(pieces)
 
 
 def parse_int(text: str) -> int | None:
@@ -84,10 +108,15 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     segment: SegmentBlock | None = None
     in_trailer = False
     for lineno, raw in enumerate(text.splitlines(), 1):
-        if _SYMBOLS_RE.match(raw):
+        if section is not None:
+            plain = _plain_instruction(raw, lineno)
+            if plain is not None:
+                section.items.append(plain)
+                continue
+        if "SYMBOLS" in raw and _SYMBOLS_RE.match(raw):
             in_trailer = True
             continue
-        reloc = _RELOC_RE.search(raw)
+        reloc = _RELOC_RE.search(raw) if "Relocation[" in raw else None
         if reloc and section is not None:
             addend = None if reloc.group(4) is None else int(reloc.group(4))
             section.relocs.append(
@@ -178,6 +207,20 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     return module, diags
 
 
+def _plain_instruction(raw: str, lineno: int) -> Instruction | None:
+    """A line without comment, string or '/' after a well-formed control field, read without the general
+    path's comment stripping and control parsing; None for any other line. The result is the general path's:
+    nothing of the line is a comment but the /*addr*/, and the text is the rest, stripped."""
+    head = _PLAIN_HEAD_RE.match(raw)
+    if head is None:
+        return None
+    start = head.end()
+    text = raw[start:].rstrip(" \t")
+    if not text or "/" in text or '"' in text or text[0].isspace() or text[-1].isspace():
+        return None
+    return Instruction(head.group(1), text, lineno, head.start(1) + 1, start + 1)
+
+
 def _parse_instruction(
     raw: str, code: str, lineno: int, col: int, section: SectionBlock | None, diags: list[Diagnostic]
 ) -> None:
@@ -214,8 +257,8 @@ def _parse_instruction(
         )
         return
     comment = raw[len(code) :]
-    hidden = _HIDDEN_RE.search(comment)
-    raw_word = _RAW_RE.search(comment)
+    hidden = _HIDDEN_RE.search(comment) if comment else None
+    raw_word = _RAW_RE.search(comment) if comment else None
     section.items.append(
         Instruction(
             ctrl,

@@ -36,8 +36,32 @@ class ControlCode:
 _FIELD_HINT = "expected [B<wait 6 chars>:R<0-5|->:W<0-5|->:<Y|->:S<00-15>], e.g. [B0-----:R-:W1:Y:S04]"
 
 
+# A well-formed field without brackets or spaces, as the parser hands it over: read in one match.
+_WELL_FORMED = re.compile(r"B(0|-)(1|-)(2|-)(3|-)(4|-)(5|-):R([0-5-]):W([0-5-]):([Y-]):S(0\d|1[0-5])")
+
+
 def parse_control(text: str) -> ControlCode:
     """Parse ``[B0-2---:R-:W1:Y:S04]`` (brackets optional, surrounding spaces allowed)."""
+    m = _WELL_FORMED.fullmatch(text)
+    if m is not None:
+        w0, w1, w2, w3, w4, w5, rd, wr, yf, stall = m.groups()
+        return ControlCode(
+            (w0 != "-")
+            | (w1 != "-") << 1
+            | (w2 != "-") << 2
+            | (w3 != "-") << 3
+            | (w4 != "-") << 4
+            | (w5 != "-") << 5,
+            None if rd == "-" else int(rd),
+            None if wr == "-" else int(wr),
+            yf == "Y",
+            int(stall),
+        )
+    return _parse_control_checked(text)
+
+
+def _parse_control_checked(text: str) -> ControlCode:
+    """Field by field, so that an error names its column."""
     start = len(text) - len(text.lstrip())
     body = text.strip()
     base = start
@@ -114,6 +138,23 @@ def control_to_bits(cc: ControlCode) -> int:
     rb = 7 if cc.read_sb is None else cc.read_sb
     raw_yield = 0 if cc.yield_flag else 1
     return (cc.stall & 0xF) | raw_yield << 4 | (wb & 7) << 5 | (rb & 7) << 8 | (cc.wait_mask & 0x3F) << 11
+
+
+def control_bits(text: str) -> int:
+    """``control_to_bits(parse_control(text))``, without a :class:`ControlCode` for the usual text."""
+    m = _WELL_FORMED.fullmatch(text)
+    if m is None:
+        return control_to_bits(parse_control(text))
+    w0, w1, w2, w3, w4, w5, rd, wr, yf, stall = m.groups()
+    wait = (w0 != "-") | (w1 != "-") << 1 | (w2 != "-") << 2 | (w3 != "-") << 3 | (w4 != "-") << 4
+    wait |= (w5 != "-") << 5
+    return (
+        int(stall)
+        | (yf != "Y") << 4
+        | (7 if wr == "-" else int(wr)) << 5
+        | (7 if rd == "-" else int(rd)) << 8
+        | wait << 11
+    )
 
 
 def control_from_bits(bits: int) -> ControlCode:

@@ -13,14 +13,16 @@ import difflib
 import functools
 import gzip
 import json
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .archs import ARCHES, UnsupportedArch, table_arch
 from .control import CONTROL_MASK
-from .features import BIAS, FeatureError, FeatureSet, instruction_features
+from .features import BIAS, FeatureError, FeatureSet, float_bits, instruction_features
 from .gf2 import FormModel
+from .shape import Role, slot_roles, split_shape
 from .syntax import Instruction, InstructionSyntaxError, parse_instruction
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -93,10 +95,21 @@ class Encoder:
         self._cache: dict[str, FormModel] = {}
         self.label_operands = {(op, i) for op, i in table.get("label_operands", [])}
         self._global: dict[str, int] = {f: int(v, 16) for f, v in table.get("global", {}).items()}
+        self._plans: dict[tuple[str, ...], _Plan | None] = {}  # shape -> compiled plan (None: full path)
+        self._fields: dict[tuple[str, str, str, int], _Field] = {}
+        self._words: dict[str, int] = {}  # text -> word, for texts without branch targets or relocations
 
     @classmethod
     @functools.cache
     def for_arch(cls, arch: str) -> Encoder:
+        name = table_arch(arch)
+        if name is None:
+            raise UnsupportedArch(f"unsupported arch {arch!r}; known: {', '.join(ARCHES)}")
+        return cls(arch, _load_table(name))
+
+    @classmethod
+    def uncached(cls, arch: str) -> Encoder:
+        """A new encoder with nothing memoised yet (benchmarks time cold runs); the table stays loaded."""
         name = table_arch(arch)
         if name is None:
             raise UnsupportedArch(f"unsupported arch {arch!r}; known: {', '.join(ARCHES)}")
@@ -133,6 +146,46 @@ class Encoder:
         return model
 
     def encode(self, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None) -> Encoded:
+        parts = split_shape(text)
+        key = tuple(parts[::2])
+        plan = self._plans.get(key, _NOT_YET)
+        if plan is _NOT_YET:
+            return self._encode_first(key, text, parts, pc, labels)
+        if plan is not None:
+            try:
+                return plan.encode(parts, pc, labels)
+            except (ValueError, OverflowError, struct.error):
+                pass  # a value the compiled plan cannot convert: the full path gives the exact error
+        return self._encode_full(text, pc, labels)[0]
+
+    def encode_word(
+        self, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None
+    ) -> int | Encoded:
+        """:meth:`encode`, but only the word where no relocation is asked for (what the writer and the
+        assembler read: their callback may return either)."""
+        word = self._words.get(text)
+        if word is not None:
+            return word
+        parts = split_shape(text)
+        plan = self._plans.get(tuple(parts[::2]))
+        if plan is None or plan.relocs:
+            return self.encode(text, pc=pc, labels=labels)
+        try:
+            word, _, branch = plan.evaluate(parts, pc, labels)
+        except (ValueError, OverflowError, struct.error):
+            return self.encode(text, pc=pc, labels=labels)
+        if branch is not None:
+            return self.encode(text, pc=pc, labels=labels)
+        if not plan.has_label:  # the word depends on the text alone: kernels repeat texts
+            if len(self._words) >= _MAX_MEMO:
+                self._words.clear()
+            self._words[text] = word
+        return word
+
+    def _encode_full(
+        self, text: str, pc: int, labels: Mapping[str, int] | None
+    ) -> tuple[Encoded, Instruction, FeatureSet]:
+        """Parse, extract features and predict: the reference path (compiled plans are checked against it)."""
         labels = dict(labels or {})
         try:
             ins = parse_instruction(text)
@@ -153,7 +206,81 @@ class Encoder:
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         word, form, hidden, unseen = self._predict(ins, fs)
-        return Encoded(word & ~CONTROL_MASK, relocs, form, hidden, unseen)
+        return Encoded(word & ~CONTROL_MASK, relocs, form, hidden, unseen), ins, fs
+
+    def _encode_first(
+        self, key: tuple[str, ...], text: str, parts: list[str], pc: int, labels: Mapping[str, int] | None
+    ) -> Encoded:
+        """First text of a shape: the full path's answer; its compiled plan is kept if it agrees."""
+        if len(self._plans) >= _MAX_MEMO:  # a long editing session types many shapes: start over
+            self._plans.clear()
+        try:
+            result, ins, fs = self._encode_full(text, pc, labels)
+        except EncodeError:
+            self._plans[key] = None
+            raise
+        plan = self._compile(ins, fs, parts)
+        try:
+            if plan is not None and plan.encode(parts, pc, labels) != result:
+                plan = None
+        except (ValueError, OverflowError, struct.error):
+            plan = None
+        self._plans[key] = plan
+        return result
+
+    def _compile(self, ins: Instruction, fs: FeatureSet, parts: list[str]) -> _Plan | None:
+        found = slot_roles(parts, ins)
+        if found is None:
+            return None
+        guard, roles = found
+        gen, spec = self._select(ins, fs)
+        non_mod = tuple(t for t in fs.tokens if t not in fs.mod_tokens)
+        if spec is None:
+            assert gen is not None
+            linear = _Linear(self, gen, None, 0)
+            form, hidden, tokens = fs.general_key, gen.hidden_mask, fs.tokens
+        else:
+            irr = 0 if gen is None else gen.irregular_mask | gen.invisible_mask | spec.invisible_mask
+            linear = _Linear(self, gen, spec, irr)
+            form, hidden, tokens = (
+                fs.specific_key,
+                spec.hidden_mask,
+                fs.tokens if gen is not None else non_mod,
+            )
+        # a guard written as literal text (or none at all: @PT) adds constant value bits
+        guard_bits = () if guard is None else tuple(f"g.r{k}" for k in range(3) if guard >> k & 1)
+        g_base = linear.gen_word(guard_bits + fs.tokens)
+        s_base = linear.spec_word(guard_bits + non_mod)
+        const_unseen = tuple(f for f in guard_bits if linear.unseen(f))
+        token_unseen = tuple(f for f in tokens if linear.unseen(f))
+        fields = [self._field(linear, fs, gen, spec, role) for role in roles]
+        relocs = [
+            (i, RelocRequest(op.reloc.kind, op.reloc.symbol, op.reloc.addend, i))
+            for i, op in enumerate(ins.operands)
+            if op.kind == "reloc" and op.reloc is not None
+        ]
+        return _Plan(
+            base=linear.combine(g_base, s_base) & ~CONTROL_MASK,
+            roles=roles,
+            fields=fields,
+            opcode=ins.opcode,
+            form=form,
+            hidden=hidden,
+            const_unseen=const_unseen,
+            token_unseen=token_unseen,
+            relocs=relocs,
+        )
+
+    def _field(
+        self, linear: _Linear, fs: FeatureSet, gen: FormModel | None, spec: FormModel | None, role: Role
+    ) -> _Field:
+        """Per-bit contributions of one value field, shared by every shape of the same forms."""
+        key = (fs.general_key if gen is not None else "", fs.specific_key if spec is not None else "")
+        cache_key = (*key, role.prefix, role.width)
+        field_ = self._fields.get(cache_key)
+        if field_ is None:
+            field_ = self._fields[cache_key] = _Field(linear, role.prefix, role.width)
+        return field_
 
     def _feats(self, model: FormModel, feats: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
         """XOR of weights; features unknown to the form fall back to arch-wide weights (guard, reuse)."""
@@ -171,18 +298,7 @@ class Encoder:
     def _predict(self, ins: Instruction, fs: FeatureSet) -> tuple[int, str, int, tuple[str, ...]]:
         """General model for bits it explains linearly; the exact-modifier model for the rest."""
         non_mod = tuple(t for t in fs.tokens if t not in fs.mod_tokens)
-        spec = self._get("s", fs.specific_key)
-        if spec is not None and not all(t in spec.known or t in self._global for t in non_mod):
-            spec = None
-        gen = self._get("g", fs.general_key)
-        if gen is not None:
-            unknown = [t for t in fs.tokens if t not in gen.known and t not in self._global]
-            if unknown:
-                if spec is None:
-                    raise self._unknown_tokens(ins, fs, unknown, gen)
-                gen = None
-        if gen is None and spec is None:
-            raise self._unknown_form(ins, fs)
+        gen, spec = self._select(ins, fs)
         if spec is None:
             assert gen is not None
             word, unseen = self._feats(gen, fs.bits + fs.tokens)
@@ -198,6 +314,23 @@ class Encoder:
         word = (g_word & ~irr) | (s_word & irr)
         word = (word & ~spec.hidden_mask) | spec.hidden_value
         return word, fs.specific_key, spec.hidden_mask, g_unseen
+
+    def _select(self, ins: Instruction, fs: FeatureSet) -> tuple[FormModel | None, FormModel | None]:
+        """(general, specific) models that serve ``fs``; at least one. Tokens decide, never value bits."""
+        non_mod = tuple(t for t in fs.tokens if t not in fs.mod_tokens)
+        spec = self._get("s", fs.specific_key)
+        if spec is not None and not all(t in spec.known or t in self._global for t in non_mod):
+            spec = None
+        gen = self._get("g", fs.general_key)
+        if gen is not None:
+            unknown = [t for t in fs.tokens if t not in gen.known and t not in self._global]
+            if unknown:
+                if spec is None:
+                    raise self._unknown_tokens(ins, fs, unknown, gen)
+                gen = None
+        if gen is None and spec is None:
+            raise self._unknown_form(ins, fs)
+        return gen, spec
 
     def _unknown_tokens(
         self, ins: Instruction, fs: FeatureSet, unknown: list[str], gen: FormModel
@@ -235,6 +368,203 @@ class Encoder:
             ins.operands[0].col if ins.operands else ins.opcode_col,
             "known forms: " + "; ".join(near),
         )
+
+
+class _Linear:
+    """The prediction of one (general, specific) model pair as an affine map over features: the word is
+    ``combine(XOR of gen weights, XOR of spec weights)``, and ``combine`` is linear up to the hidden value,
+    so each feature has one contribution to the final word."""
+
+    def __init__(self, enc: Encoder, gen: FormModel | None, spec: FormModel | None, irregular: int) -> None:
+        self.enc, self.gen, self.spec, self.irregular = enc, gen, spec, irregular
+        self.hidden_mask = (spec or gen).hidden_mask  # type: ignore[union-attr]
+        self.hidden_value = (spec or gen).hidden_value  # type: ignore[union-attr]
+
+    def _weight(self, model: FormModel | None, f: str) -> int:
+        if model is None:
+            return 0
+        return model.weights.get(f, 0) if f in model.known else self.enc._global.get(f, 0)
+
+    def gen_word(self, feats: tuple[str, ...]) -> int:
+        return 0 if self.gen is None else self.enc._feats(self.gen, feats)[0]
+
+    def spec_word(self, feats: tuple[str, ...]) -> int:
+        return 0 if self.spec is None else self.enc._feats(self.spec, feats)[0]
+
+    def linear(self, g_word: int, s_word: int) -> int:
+        if self.spec is None:
+            return g_word & ~self.hidden_mask
+        if self.gen is None:
+            return s_word & ~self.hidden_mask
+        irr = self.irregular
+        return ((g_word & ~irr) | (s_word & irr)) & ~self.hidden_mask
+
+    def combine(self, g_word: int, s_word: int) -> int:
+        return self.linear(g_word, s_word) | self.hidden_value
+
+    def contribution(self, f: str) -> int:
+        return self.linear(self._weight(self.gen, f), self._weight(self.spec, f))
+
+    def unseen(self, f: str) -> bool:
+        """Reported as never varied in training (by the general model when it takes part, as _predict)."""
+        model = self.gen if self.gen is not None else self.spec
+        assert model is not None
+        return f not in model.known and f not in self.enc._global and _is_value_bit(f)
+
+
+class _Field:
+    """One value field's contribution to the word, per byte of the value: the byte's eight bit contributions
+    are XORed for the first few values seen, then a 256-entry table is built (big kernels see most values)."""
+
+    __slots__ = ("linear", "prefix", "bits", "tables", "n_computed", "mask", "unseen_mask", "slot_words")
+
+    def __init__(self, linear: _Linear, prefix: str, width: int) -> None:
+        self.linear, self.prefix = linear, prefix
+        n_chunks = (width + 7) // 8
+        self.bits: list[list[int] | None] = [None] * n_chunks  # contribution of each bit of a byte
+        self.tables: list[list[int] | None] = [None] * n_chunks
+        self.n_computed = [0] * n_chunks
+        self.mask = (1 << width) - 1
+        self.unseen_mask = 0  # over the bytes whose bits are known so far
+        self.slot_words: dict[int, dict[str, int]] = {}  # per slot conversion: slot text -> contribution
+
+    def _bits(self, chunk: int) -> list[int]:
+        bits = []
+        for k in range(8 * chunk, min(8 * chunk + 8, self.mask.bit_length())):
+            name = f"{self.prefix}{k}"
+            bits.append(self.linear.contribution(name) & ~CONTROL_MASK)
+            if self.linear.unseen(name):
+                self.unseen_mask |= 1 << k
+        self.bits[chunk] = bits
+        return bits
+
+    def _part(self, chunk: int, byte: int) -> int:
+        bits = self.bits[chunk] or self._bits(chunk)
+        self.n_computed[chunk] += 1
+        if self.n_computed[chunk] < _TABLE_AFTER:
+            part = 0
+            for k, contribution in enumerate(bits):
+                if byte >> k & 1:
+                    part ^= contribution
+            return part
+        table = [0]
+        for contribution in bits:
+            table += [word ^ contribution for word in table]
+        table += [0] * (256 - len(table))  # a narrow field's value never reaches these
+        self.tables[chunk] = table
+        return table[byte]
+
+    def word(self, value: int) -> int:
+        """The contribution of ``value`` (already masked to the field); also completes ``unseen_mask``
+        for the bytes of ``value``."""
+        word, chunk = 0, 0
+        while value:
+            byte = value & 0xFF
+            if byte:
+                table = self.tables[chunk]
+                word ^= table[byte] if table is not None else self._part(chunk, byte)
+            value >>= 8
+            chunk += 1
+        return word
+
+    def unseen(self, value: int) -> list[str]:
+        value &= self.unseen_mask
+        return [f"{self.prefix}{k}" for k in range(value.bit_length()) if value >> k & 1]
+
+
+_TABLE_AFTER = 16  # values of one byte position computed bit by bit before its table is built
+# slot conversions of a plan step
+_REG, _HEX, _NEG_HEX, _FLOAT, _NEG_FLOAT, _LABEL = range(6)
+
+
+class _Plan:
+    """One shape compiled: the word of its literal text, plus one field per slot."""
+
+    def __init__(
+        self,
+        base: int,
+        roles: list[Role],
+        fields: list[_Field],
+        opcode: str,
+        form: str,
+        hidden: int,
+        const_unseen: tuple[str, ...],
+        token_unseen: tuple[str, ...],
+        relocs: list[tuple[int, RelocRequest]],
+    ) -> None:
+        self.base, self.opcode, self.form, self.hidden = base, opcode, form, hidden
+        self.const_unseen, self.token_unseen = const_unseen, token_unseen
+        self.relocs = relocs  # (operand index, request) of relocated immediates
+        self.has_label = any(role.kind == "label" for role in roles)
+        # (index into parts, slot text -> contribution, conversion, arg, value mask, field)
+        self.steps: list[tuple[int, dict[str, int], int, int, int, _Field]] = []
+        for idx, (role, field_) in enumerate(zip(roles, fields, strict=True)):
+            if role.kind in ("reg", "guard"):
+                conv, arg = _REG, role.zero
+            elif role.kind == "hex":
+                conv, arg = (_NEG_HEX if role.negative else _HEX), 0
+            elif role.kind == "float":
+                conv, arg = (_NEG_FLOAT if role.negative else _FLOAT), 0
+            else:
+                conv, arg = _LABEL, role.operand_idx
+            memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault(conv, {})
+            self.steps.append((2 * idx + 1, memo, conv, arg, field_.mask, field_))
+
+    def evaluate(
+        self, parts: list[str], pc: int, labels: Mapping[str, int] | None
+    ) -> tuple[int, list[str] | None, list[tuple[int, RelocRequest]] | None]:
+        """(word, unseen value bits or None, requests for unresolved targets or None)."""
+        word = self.base
+        unseen: list[str] | None = None
+        branch: list[tuple[int, RelocRequest]] | None = None
+        for part_idx, memo, conv, arg, mask, field_ in self.steps:
+            slot = parts[part_idx]
+            part = memo.get(slot)
+            if part is not None:  # this slot text was seen in this field before (register numbers, offsets)
+                word ^= part
+                continue
+            if conv == _REG:
+                value = int(slot) if slot.isdigit() else arg
+            elif conv == _HEX:
+                value = int(slot, 16)
+            elif conv == _NEG_HEX:
+                value = -int(slot, 16)
+            elif conv == _LABEL:
+                target = labels.get(slot) if labels is not None else None
+                if target is None:  # unresolved: zero displacement and a request to patch it
+                    branch = branch or []
+                    if all(r.symbol != slot for _, r in branch):
+                        kind = "call" if self.opcode == "CALL" else "branch"
+                        branch.append((arg, RelocRequest(kind, slot, 0, arg)))
+                    continue
+                value = target - (pc + 16)
+            else:
+                value = float_bits(self.opcode, float("-" + slot if conv == _NEG_FLOAT else slot))
+            value &= mask
+            part = field_.word(value) if value else 0
+            word ^= part
+            if value & field_.unseen_mask:  # complete for the bytes of value: word() read their bits
+                unseen = (unseen or []) + field_.unseen(value)
+            elif conv != _LABEL and len(memo) < _MAX_MEMO:
+                memo[slot] = part
+        return word, unseen, branch
+
+    def encode(self, parts: list[str], pc: int, labels: Mapping[str, int] | None) -> Encoded:
+        word, unseen, branch = self.evaluate(parts, pc, labels)
+        if branch is None:
+            relocs = [r for _, r in self.relocs]
+        else:
+            relocs = [r for _, r in sorted(self.relocs + branch, key=lambda item: item[0])]
+        if unseen is None:
+            all_unseen = self.const_unseen + self.token_unseen
+        else:
+            all_unseen = self.const_unseen + tuple(unseen) + self.token_unseen
+        return Encoded(word, relocs, self.form, self.hidden, all_unseen)
+
+
+_NOT_YET = object()  # marks a shape not compiled yet
+_MAX_MEMO = 1 << 18  # texts (slot texts per field) remembered before a memo starts over (stops growing)
+_NO_MEMO: dict[str, int] = {}  # branch targets: never filled (they depend on pc and labels)
 
 
 def encode(arch: str, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None) -> Encoded:
