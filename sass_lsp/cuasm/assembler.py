@@ -9,10 +9,12 @@ then disassemble the result once and check every instruction text against its so
 from __future__ import annotations
 
 import codecs
+import contextlib
+import gc
 import re
 import struct
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from sass_lsp.cuasm.ctrl import CTRL_MASK, encode_ctrl
@@ -692,6 +694,19 @@ def module_arch(module: Module) -> str:
     return f"sm_{sm_from_flags(osabi_value, flags_value)}"
 
 
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: assembly allocates ~10 objects per instruction and frees none of
+    them as cycles, yet the collector's generation-0 passes cost ~10% of a 50k-instruction assembly."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def assemble_cuasm(
     text: str, *, source_name: str = "<input>", encode: EncodeFn | None = None, verify: bool = True
 ) -> bytes:
@@ -699,10 +714,11 @@ def assemble_cuasm(
 
     ``verify=False`` skips the nvdisasm check (benchmarks only).
     """
-    module, diags = parse_cuasm(text)
-    if has_errors(diags):
-        raise AssembleError(diags, source_name)
-    cubin, more = assemble_module(module, encode=encode or default_encoder(module_arch(module)))
+    with _no_gc():
+        module, diags = parse_cuasm(text)
+        if has_errors(diags):
+            raise AssembleError(diags, source_name)
+        cubin, more = assemble_module(module, encode=encode or default_encoder(module_arch(module)))
     diags += more
     if cubin is None or has_errors(diags):
         raise AssembleError(diags, source_name)
