@@ -343,12 +343,9 @@ class SassLanguageServer(LanguageServer):
             d = diag_mod.encode_pending(index, adapter, job)  # type: ignore[arg-type]
             if d is not None:
                 encode.append(d)
-            if time.perf_counter() - t_slice > SLICE_S:
-                freeze_heap()
-                await asyncio.sleep(0)
-                if not self._is_latest(snap.uri, snap.version):
-                    return
-                t_slice = time.perf_counter()
+            t_slice = await self._next_slice(snap, t_slice)
+            if t_slice is None:
+                return
         encode.sort(key=lambda d: d.line)
         snap.encode_map = {d.line: d for d in encode}
         if pending and stale_kernels:
@@ -393,13 +390,19 @@ class SassLanguageServer(LanguageServer):
         t_slice = time.perf_counter()
         for step in steps:
             for _ in step:
-                if time.perf_counter() - t_slice > SLICE_S:
-                    freeze_heap()
-                    await asyncio.sleep(0)
-                    if not self._is_latest(snap.uri, snap.version):
-                        return
-                    t_slice = time.perf_counter()
+                t_slice = await self._next_slice(snap, t_slice)
+                if t_slice is None:
+                    return
         freeze_heap()
+
+    async def _next_slice(self, snap: Snapshot, started: float) -> float | None:
+        """Give the event loop a turn once the time slice that began at ``started`` is over. Returns when the
+        current slice began, or None once ``snap`` is no longer the latest version (stop the work)."""
+        if time.perf_counter() - started <= SLICE_S:
+            return started
+        freeze_heap()
+        await asyncio.sleep(0)
+        return time.perf_counter() if self._is_latest(snap.uri, snap.version) else None
 
     async def _encoder(self, arch: str) -> EncoderAdapter | None:
         """The encoder for ``arch``; its tables (~0.2 s) load in a thread so that requests are served."""
