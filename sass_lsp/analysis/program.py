@@ -1,5 +1,15 @@
 """Kernels as analysable programs: decoded control codes, register effects, basic blocks and the CFG.
 
+Two views of one kernel:
+
+- :class:`Kernel` — the object view (a :class:`Node` per instruction with its :class:`Effects`), for the
+  reorder game and the editor features;
+- :class:`Program` — the columnar view the hazard checker, the local rules and the timeline run on: per
+  instruction its line and columns, its :class:`Ctrl` and its :class:`Facts` (register sets as int bit
+  masks, latency-table handles), shared by every instruction with the same text. Facts come from the
+  scanner's :class:`~sass_lsp.isa.semantics.Shape` of the text, so a text costs a scan only when no text
+  that differs from it in register numbers alone was seen before.
+
 Architecture Invariant: reads a :class:`~sass_lsp.model.Module`, never mutates it, does no IO.
 """
 
@@ -9,7 +19,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from sass_lsp.isa.semantics import Effects, Semantics
+from sass_lsp.isa.semantics import Effects, Semantics, Shape, unit_kind
 from sass_lsp.model import Instruction, Label, Module
 
 _CTRL = re.compile(r"^\s*\[?\s*B([0-9-]{6}):R([0-9-]):W([0-9-]):([Y-]):S(\d+)\s*\]?\s*$")
@@ -107,92 +117,407 @@ class Kernel:
     bad_ctrl: list[Instruction] = field(default_factory=list)
 
 
-def kernels_of(module: Module, sem: Semantics) -> list[Kernel]:
-    out = []
-    for sec in module.sections:
-        if sec.name.startswith(".text."):
-            out.append(build_kernel(sec.name[len(".text.") :], sec.line, sec.items, sem))
-    return out
+# ---------------------------------------------------------------- facts
+
+# ShapeFacts.fb bits
+F_NEVER = 1  # @!PT: never executes
+F_VAR = 2  # variable latency
+F_DEPBAR = 4  # DEPBAR with a scoreboard operand
+F_GMMA_WAIT = 8
+F_SHARED = 16  # shared-memory access
+F_GMMA = 32
+F_BAR_SYNC = 64
+F_CALL = 128
+F_FLOW = 256  # ends a basic block: branch, exit, ret, indirect branch
+F_GSB0 = 512  # HGMMA that commits its group (gsb0)
+
+R_MASK = (1 << 256) - 1  # GPR units
 
 
-def build_kernel(name: str, line: int, items: list, sem: Semantics) -> Kernel:
-    nodes: list[Node] = []
+def _kind_of(okind: str, u: int) -> str:
+    """Operand kind for the latency lookup (as the checker names it)."""
+    if okind == "guard":
+        return "guard"
+    if okind == "addr" and u < 256:
+        return "addr"
+    if okind == "hi":
+        return "reg_hi"
+    return unit_kind(u)
+
+
+class _LatTable(dict):
+    """Producer pipe -> fixed-latency row (or None) for one (consumer pipe, operand kind)."""
+
+    def __init__(self, sem: Semantics, consumer: str, kind: str) -> None:
+        super().__init__()
+        self.sem, self.consumer, self.kind = sem, consumer, kind
+
+    def __missing__(self, producer: str):  # noqa: ANN204
+        row = self[producer] = self.sem.latency(producer, self.consumer, self.kind)
+        return row
+
+
+class ShapeFacts:
+    """What the checker needs from a :class:`Shape`, with the register numbers still open.
+
+    Units are ``(slot, add)``: ``nums[slot] + add``; slot ``nslots`` reads an appended 0 (fixed units)."""
+
+    __slots__ = (
+        "opcode",
+        "modifiers",
+        "pipe",
+        "variable",
+        "queue",
+        "flags",
+        "fb",
+        "guard_neg",
+        "guard",
+        "targets",
+        "indirect",
+        "sb_set",
+        "depbar_keep",
+        "gmma_keep",
+        "has_reuse",
+        "nslots",
+        "use_occ",
+        "dst_occ",
+        "dst_pipe",
+        "use_segs",
+        "def_segs",
+        "reuse",
+    )
+
+    def __init__(self, shape: Shape, ctx: _Ctx) -> None:
+        opcode, mods, guard_neg, never, pipe, var, queue, flags, targets, indirect, imm, sb_set = shape.head
+        self.opcode, self.modifiers, self.pipe, self.variable, self.queue = opcode, mods, pipe, var, queue
+        self.flags, self.guard_neg, self.targets, self.indirect, self.sb_set = (
+            flags,
+            guard_neg,
+            targets,
+            indirect,
+            sb_set,
+        )
+        fb = (F_NEVER if never else 0) | (F_VAR if var else 0)
+        if "depbar" in flags and sb_set:
+            fb |= F_DEPBAR
+        for name, bit in (
+            ("gmma_wait", F_GMMA_WAIT),
+            ("shared", F_SHARED),
+            ("gmma", F_GMMA),
+            ("bar_sync", F_BAR_SYNC),
+            ("call", F_CALL),
+        ):
+            if name in flags:
+                fb |= bit
+        if flags & {"branch", "exit", "ret", "indirect"}:
+            fb |= F_FLOW
+        if "gsb0" in shape.template:
+            fb |= F_GSB0
+        self.fb = fb
+        self.depbar_keep = imm[0] if imm and "LE" in mods else 0
+        self.gmma_keep = imm[0] if imm else 0
+        n = self.nslots = shape.nslots
+        gslot, gbase = shape.guard
+        self.guard = (n, gbase) if gslot < 0 else (gslot, gbase)  # gbase may be None (no guard)
+
+        def occ(segs: tuple) -> list[tuple[int, int]]:
+            out = []
+            for slot, base, w in segs:
+                if slot < 0:
+                    out.extend((n, u) for u in base)
+                else:
+                    out.extend((slot, base + j) for j in range(w))
+            return out
+
+        def seg_masks(ops: list[tuple]) -> tuple:
+            """(fixed mask, ((slot, add, width mask), ...)) over the operands' segments."""
+            const = 0
+            var = []
+            for segs in ops:
+                for slot, base, w in segs:
+                    if slot < 0:
+                        for u in base:
+                            const |= 1 << u
+                    else:
+                        var.append((slot, base, (1 << w) - 1))
+            return const, tuple(var)
+
+        use_occ = []
+        reuse = []
+        self.has_reuse = any(src[3] for src in shape.srcs)
+        for segs, role, _slot, is_reuse, tcol, nb, hi in shape.srcs:
+            units = occ(segs)
+            for j, (slot, add) in enumerate(units):
+                kind = _kind_of("hi" if hi and j >= hi else role, add)
+                use_occ.append((slot, add, kind, ctx.lat_table(pipe, kind)))
+            if is_reuse and units:
+                reuse.append((*units[0], tcol, nb))
+        self.use_occ = tuple(use_occ)
+        self.reuse = tuple(reuse)
+        dst_occ = []
+        for segs, _tcol, _nb, hi in shape.dsts:
+            for j, (slot, add) in enumerate(occ(segs)):
+                dst_occ.append((slot, add, pipe + "_hi" if hi and j >= hi else pipe))
+        self.dst_occ = tuple(dst_occ)
+        pipes = {p for _s, _a, p in dst_occ}
+        self.dst_pipe = pipes.pop() if len(pipes) == 1 else None  # one pipe for every destination unit
+        self.use_segs = seg_masks([src[0] for src in shape.srcs])
+        self.def_segs = seg_masks([dst[0] for dst in shape.dsts])
+
+
+class Facts:
+    """One instruction text as the checker sees it (shared by every node with that text)."""
+
+    __slots__ = ("s", "fb", "guard", "use_mask", "def_mask", "uses", "dsts", "dst_units", "reuse", "tlen")
+
+    def __init__(self, sf: ShapeFacts, nums: list[int], digits: list[str], text: str) -> None:
+        nx = [*nums, 0]
+        self.s = sf
+        self.fb = sf.fb
+        gs, gb = sf.guard
+        self.guard = gb if gb is None else nx[gs] + gb
+        mask, segs = sf.use_segs
+        for slot, add, wm in segs:
+            mask |= wm << (nx[slot] + add)
+        self.use_mask = mask
+        mask, segs = sf.def_segs
+        for slot, add, wm in segs:
+            mask |= wm << (nx[slot] + add)
+        self.def_mask = mask
+        self.uses = tuple([(nx[s] + a, k, t) for s, a, k, t in sf.use_occ])  # (unit, kind, latency table)
+        self.dsts = tuple([(nx[s] + a, p) for s, a, p in sf.dst_occ])  # (unit, producer pipe)
+        self.dst_units = tuple([u for u, _p in self.dsts])
+        self.reuse: tuple[tuple[int, int], ...] = ()  # (register, 0-based column) of .reuse sources
+        if sf.reuse:
+            pre = [0]
+            for d in digits:
+                pre.append(pre[-1] + len(d))
+            self.reuse = tuple((nx[s] + a, tcol + pre[nb]) for s, a, tcol, nb in sf.reuse)
+        self.tlen = len(text.rstrip())
+
+    @property
+    def late_mask(self) -> int:
+        """GPRs among the sources: read late by a memory op that sets a read scoreboard."""
+        return self.use_mask & R_MASK
+
+
+class _Ctx:
+    """Per-:class:`Semantics` caches: facts per text, latency tables, checker constants."""
+
+    def __init__(self, sem: Semantics) -> None:
+        self.sem = sem
+        self.facts: dict[str, Facts] = {}
+        self.lat: dict[tuple[str, str], _LatTable] = {}
+        maxlat: dict[str, int] = {}
+        for (prod, _c, _o), row in sem._lat.items():
+            maxlat[prod] = max(maxlat.get(prod, 0), row.cycles)
+        self.bar_gap = sem.param("bar_sync_to_shared") or 0
+        maxlat["__bar__"] = self.bar_gap
+        self.maxlat = maxlat
+        self.max_noyield = sem.param("max_stall_without_yield")
+        self.s00 = frozenset(sem.data.get("params", {}).get("s00_opcodes", {}).get("value", ()))
+        self.followers = frozenset(
+            sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ())
+        )
+
+    def lat_table(self, consumer: str, kind: str) -> _LatTable:
+        t = self.lat.get((consumer, kind))
+        if t is None:
+            t = self.lat[(consumer, kind)] = _LatTable(self.sem, consumer, kind)
+        return t
+
+    def facts_of(self, texts: list[str]) -> list[Facts]:
+        """Facts per text; texts not seen before are scanned together (see ``Semantics.shapes_of``)."""
+        cache = self.facts
+        out = [cache.get(t) for t in texts]
+        if None in out:
+            new = [t for t in dict.fromkeys(t for t, f in zip(texts, out, strict=True) if f is None)]
+            if len(cache) + len(new) > 1 << 18:
+                cache.clear()
+            for text, (shape, nums, digits) in zip(new, self.sem.shapes_of(new), strict=True):
+                sf = shape.memo
+                if sf is None:
+                    sf = shape.memo = ShapeFacts(shape, self)
+                cache[text] = Facts(sf, nums, digits, text)
+            out = [cache[t] for t in texts]
+        return out
+
+
+def context(sem: Semantics) -> _Ctx:
+    ctx = sem.memo.get("analysis")
+    if ctx is None:
+        ctx = sem.memo["analysis"] = _Ctx(sem)
+    return ctx  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- columnar program
+
+
+@dataclass
+class Program:
+    """One kernel in columns (index = node index); what the checker, the rules and the timeline read."""
+
+    name: str
+    section_line: int
+    lines: list[int]
+    ctrl_cols: list[int]
+    text_cols: list[int]
+    end_cols: list[int]
+    ctrls: list[Ctrl]
+    facts: list[Facts]
+    blocks: list[Block]
+    label_node: dict[str, int]
+    unresolved: list[tuple[int, str]] = field(default_factory=list)
+    bad_ctrl: list[Instruction] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    ctx: _Ctx | None = None
+
+
+_CTRL_CACHE: dict[str, Ctrl | None] = {}
+
+
+def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Program:
+    lines: list[int] = []
+    ccols: list[int] = []
+    tcols: list[int] = []
+    ctrls: list[Ctrl] = []
+    texts: list[str] = []
     label_node: dict[str, int] = {}
     bad: list[Instruction] = []
+    cache = _CTRL_CACHE
     for item in items:
         if isinstance(item, Label):
-            label_node[item.name] = len(nodes)
+            label_node[item.name] = len(lines)
         elif isinstance(item, Instruction):
-            ctrl = decode_ctrl(item.ctrl)
+            ctrl = cache.get(item.ctrl, False)
+            if ctrl is False:
+                if len(cache) > 4096:
+                    cache.clear()
+                ctrl = cache[item.ctrl] = decode_ctrl(item.ctrl)
             if ctrl is None:
                 bad.append(item)
                 continue
-            text = item.text
-            nodes.append(
-                Node(
-                    len(nodes),
-                    item.line,
-                    item.ctrl_col,
-                    item.text_col,
-                    text,
-                    ctrl,
-                    sem.effects(text),
-                    item.text_col + len(text.rstrip()),
-                )
-            )
-    kernel = Kernel(name, line, nodes, [], label_node, bad_ctrl=bad)
-    _build_cfg(kernel)
-    return kernel
+            lines.append(item.line)
+            ccols.append(item.ctrl_col)
+            tcols.append(item.text_col)
+            ctrls.append(ctrl)
+            texts.append(item.text)
+    ctx = context(sem)
+    facts = ctx.facts_of(texts)
+    ends = [c + f.tlen for c, f in zip(tcols, facts, strict=True)]
+    p = Program(name, line, lines, ccols, tcols, ends, ctrls, facts, [], label_node, [], bad, texts, ctx)
+    _build_cfg(p)
+    return p
 
 
-def _build_cfg(k: Kernel) -> None:
+def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
+    """The columnar view of a kernel built elsewhere (e.g. reordered by the game); its facts are those of
+    each node's text (``Node.eff`` is ``sem.effects(text)``)."""
     nodes = k.nodes
-    n = len(nodes)
+    ctx = context(sem)
+    texts = [nd.text for nd in nodes]
+    return Program(
+        k.name,
+        k.section_line,
+        [nd.line for nd in nodes],
+        [nd.ctrl_col for nd in nodes],
+        [nd.text_col for nd in nodes],
+        [nd.end_col for nd in nodes],
+        [nd.ctrl for nd in nodes],
+        ctx.facts_of(texts),
+        k.blocks,
+        k.label_node,
+        k.unresolved,
+        k.bad_ctrl,
+        texts,
+        ctx,
+    )
+
+
+def programs_of(module: Module, sem: Semantics) -> list[Program]:
+    return [
+        program_of_items(sec.name[len(".text.") :], sec.line, sec.items, sem)
+        for sec in module.sections
+        if sec.name.startswith(".text.")
+    ]
+
+
+# ---------------------------------------------------------------- object view
+
+
+def kernels_of(module: Module, sem: Semantics) -> list[Kernel]:
+    return [kernel_of_program(p, sem) for p in programs_of(module, sem)]
+
+
+def build_kernel(name: str, line: int, items: list, sem: Semantics) -> Kernel:
+    return kernel_of_program(program_of_items(name, line, items, sem), sem)
+
+
+def kernel_of_program(p: Program, sem: Semantics) -> Kernel:
+    effects = sem.effects
+    nodes = [
+        Node(i, ln, cc, tc, text, ctrl, effects(text), end)
+        for i, (ln, cc, tc, text, ctrl, end) in enumerate(
+            zip(p.lines, p.ctrl_cols, p.text_cols, p.texts, p.ctrls, p.end_cols, strict=True)
+        )
+    ]
+    return Kernel(p.name, p.section_line, nodes, p.blocks, p.label_node, p.unresolved, p.bad_ctrl)
+
+
+# ---------------------------------------------------------------- CFG
+
+
+def _build_cfg(p: Program) -> None:
+    facts = p.facts
+    n = len(facts)
     leaders = {0} if n else set()
-    leaders.update(i for i in k.label_node.values() if i < n)
-    for nd in nodes:
-        f = nd.eff.flags
-        if f & {"branch", "exit", "ret", "indirect"} and nd.idx + 1 < n:
-            leaders.add(nd.idx + 1)
+    leaders.update(i for i in p.label_node.values() if i < n)
+    for i, f in enumerate(facts):
+        if f.fb & F_FLOW and i + 1 < n:
+            leaders.add(i + 1)
     starts = sorted(leaders)
     block_of = [0] * n
+    blocks = p.blocks
     for bi, s in enumerate(starts):
         e = starts[bi + 1] if bi + 1 < len(starts) else n
-        k.blocks.append(Block(bi, s, e))
-        for i in range(s, e):
-            block_of[i] = bi
+        blocks.append(Block(bi, s, e))
+        block_of[s:e] = [bi] * (e - s)
     labels_at: dict[int, list[str]] = {}
-    for lab, i in k.label_node.items():
+    for lab, i in p.label_node.items():
         labels_at.setdefault(i, []).append(lab)
-    for b in k.blocks:
+    label_node = p.label_node
+    for b in blocks:
         b.labels = labels_at.get(b.start, [])
-        last = nodes[b.end - 1]
-        eff = last.eff
-        conditional = eff.guard is not None or (eff.guard_neg and not eff.never)
+        last = b.end - 1
+        f = facts[last]
+        s = f.s
+        never = bool(f.fb & F_NEVER)
+        conditional = f.guard is not None or (s.guard_neg and not never)
         succ: list[int] = []
         falls = True
-        if eff.never:
+        flags = s.flags
+        if never:
             pass
-        elif "exit" in eff.flags or "ret" in eff.flags:
+        elif "exit" in flags or "ret" in flags:
             falls = conditional
-        elif "indirect" in eff.flags:
+        elif "indirect" in flags:
             falls = conditional
-            if not eff.indirect:
-                k.unresolved.append((last.idx, "indirect branch without BRANCH_TARGETS annotation"))
-            for t in eff.indirect:
-                if t in k.label_node and k.label_node[t] < n:
-                    succ.append(block_of[k.label_node[t]])
-        elif "branch" in eff.flags:
-            div = {"DIV", "CONV", "ANY"} & set(eff.modifiers)
+            if not s.indirect:
+                p.unresolved.append((last, "indirect branch without BRANCH_TARGETS annotation"))
+            for t in s.indirect:
+                if t in label_node and label_node[t] < n:
+                    succ.append(block_of[label_node[t]])
+        elif "branch" in flags:
+            div = {"DIV", "CONV", "ANY"} & set(s.modifiers)
             falls = conditional or bool(div)
-            for t in eff.targets:
-                if t in k.label_node and k.label_node[t] < n:
-                    succ.append(block_of[k.label_node[t]])
+            for t in s.targets:
+                if t in label_node and label_node[t] < n:
+                    succ.append(block_of[label_node[t]])
                 else:
-                    k.unresolved.append((last.idx, f"branch target {t} not found"))
+                    p.unresolved.append((last, f"branch target {t} not found"))
         if falls and b.end < n:
             succ.append(block_of[b.end])
         b.succs = list(dict.fromkeys(succ))
-    for b in k.blocks:
+    for b in blocks:
         for s in b.succs:
-            k.blocks[s].preds.append(b.idx)
+            blocks[s].preds.append(b.idx)

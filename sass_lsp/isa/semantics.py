@@ -128,6 +128,10 @@ class Semantics:
         self.var_latency: dict[str, dict] = data.get("var_latency", {})
         self.params: dict[str, dict] = data.get("params", {})
         self._info_cache: dict[tuple[str, tuple[str, ...]], dict] = {}
+        self._eff: dict[str, Effects] = {}
+        self._shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
+        self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
+        self.memo: dict[str, object] = {}  # consumers' caches of what they derive (the hazard checker's)
 
     def op_info(self, opcode: str, modifiers: tuple[str, ...]) -> dict:
         key = (opcode, modifiers)
@@ -180,7 +184,81 @@ class Semantics:
         return int(row["cycles"]) if row else 0
 
     def effects(self, text: str) -> Effects:
-        return _effects(self.arch, text)
+        hit = self._eff.get(text)
+        if hit is None:
+            shape, nums, digits = self.shape_of(text)
+            hit = shape.effects(nums, digits)
+            if len(self._eff) >= _CACHE_MAX:
+                self._eff.clear()
+            self._eff[text] = hit
+        return hit
+
+    def shape_of(self, text: str) -> tuple[Shape, list[int], list[str]]:
+        """``(shape, register numbers, their digits)`` of one instruction text (see :class:`Shape`)."""
+        if _HOLE in text:
+            return self._own_shape(text), [], []
+        return self._resolve(text, _TOK.sub(_HOLE, text), None)
+
+    def shapes_of(self, texts: list[str]) -> list[tuple[Shape, list[int], list[str]]]:
+        """:meth:`shape_of` for many texts at once (the register numbers are found in one pass)."""
+        joined = "\n".join(texts)
+        if _HOLE in joined or joined.count("\n") != len(texts) - 1:
+            return [self.shape_of(t) for t in texts]
+        digits = _TOK.findall(joined)
+        out = []
+        pos = 0
+        resolve = self._resolve
+        for text, template in zip(texts, _TOK.sub(_HOLE, joined).split("\n"), strict=True):
+            n = template.count(_HOLE)
+            out.append(resolve(text, template, digits[pos : pos + n]))
+            pos += n
+        return out
+
+    def _resolve(
+        self, text: str, template: str, digits: list[str] | None
+    ) -> tuple[Shape, list[int], list[str]]:
+        shape = self._shapes.get(template, _MISSING)
+        if shape is _MISSING:
+            shape = self._new_shape(text, template)
+        if shape is None:
+            return self._own_shape(text), [], []
+        if not shape.nslots:
+            return shape, [], []
+        if digits is None:
+            digits = _TOK.findall(text)
+        nums = [int(d) for d in digits]
+        for n, cap in zip(nums, shape.caps, strict=True):
+            if n > cap:
+                return self._own_shape(text), [], []
+        return shape, nums, digits
+
+    def _new_shape(self, text: str, template: str) -> Shape | None:
+        """The shape of ``template`` scanned from ``text``; None if the template has none. A text with a
+        number beyond its slot's cap cannot stand for the template (its spans are clipped): None, and the
+        template stays unknown."""
+        eff, cons, dst_rng, src_rng = _scan(self, text)
+        tokens = [(m.start(), m.group()) for m in _TOK.finditer(text)]
+        try:
+            shape = Shape(template, eff, cons, dst_rng, src_rng, tokens)
+        except _NotAShape:
+            shape = None
+        else:
+            if any(int(d) > cap for (_s, d), cap in zip(tokens, shape.caps, strict=True)):
+                return None
+        if len(self._shapes) >= _CACHE_MAX:
+            self._shapes.clear()
+        self._shapes[template] = shape
+        return shape
+
+    def _own_shape(self, text: str) -> Shape:
+        """The shape of one text on its own (no register numbers to vary)."""
+        shape = self._own.get(text)
+        if shape is None:
+            shape = Shape(text, *_scan(self, text), [])
+            if len(self._own) >= _CACHE_MAX:
+                self._own.clear()
+            self._own[text] = shape
+        return shape
 
 
 @functools.cache
@@ -318,17 +396,28 @@ def _conv_widths(opcode: str, mods: tuple[str, ...]) -> tuple[int, int]:
     return (2 if dst_t == 64 else 1), (2 if src_t == 64 else 1)
 
 
-@functools.lru_cache(maxsize=1 << 18)
-def _effects(arch: str, text: str) -> Effects:
-    sem = load_semantics(arch)
+def _scan(sem: Semantics, text: str) -> tuple[Effects, list, list, list]:
+    """Scan one instruction text: its :class:`Effects`, plus where each register number was read.
+
+    Returns ``(effects, cons, dst_ranges, src_ranges)``: ``cons`` lists every register index read as
+    ``(position in text, kind, width, units)`` (position -1: units named without a number, ``PR``);
+    operand ``i`` of ``effects.dsts`` (``srcs``) took its units from ``cons[a:b]`` with
+    ``(a, b) = dst_ranges[i]`` (``src_ranges[i]``). :class:`Shape` uses them to re-number registers
+    without scanning again.
+    """
+    cons: list[tuple[int, str, int, tuple[int, ...]]] = []
+    dst_rng: list[tuple[int, int]] = []
+    src_rng: list[tuple[int, int]] = []
     body = text.split("//", 1)[0]
     indirect: tuple[str, ...] = ()
+    cut = shift = 0  # body positions >= cut are text positions - shift (an annotation was cut out)
     m = _ANNOT.search(body)
     if m:
         ann = m.group(1)
         if ann.startswith("BRANCH_TARGETS"):
             indirect = tuple(t.strip() for t in ann[len("BRANCH_TARGETS") :].split(",") if t.strip())
         body = body[: m.start()] + body[m.end() :]
+        cut, shift = m.start(), m.end() - m.start()
     body = body.rstrip().rstrip(";").rstrip()
     pos = 0
     guard = None
@@ -338,11 +427,13 @@ def _effects(arch: str, text: str) -> Effects:
         guard_neg = gm.group(1) == "!"
         kind = gm.group(2)
         guard = _unit(kind, gm.group(3))
+        cons.append((gm.start(3), kind, 1, () if guard is None else (guard,)))
         never = guard is None and guard_neg
         pos = gm.end()
     om = _OPC.match(body, pos)
     if not om:
-        return Effects("?", (), guard, guard_neg, never, (), (), "unknown", False, None)
+        eff = Effects("?", (), guard, guard_neg, never, (), (), "unknown", False, None)
+        return eff, cons, dst_rng, src_rng
     opcode = om.group(1)
     mods = tuple(x for x in om.group(2).split(".") if x)
     rest_col = om.end()
@@ -395,15 +486,20 @@ def _effects(arch: str, text: str) -> Effects:
                 if x.strip().isdigit():
                     sb_set |= 1 << int(x)
             continue
+        first = len(cons)
         if op == "PR" or op.endswith("PR"):
             units = ALL_PREDS
+            cons.append((-1, "P", 0, units))  # no register number: position -1
             if is_dst:
                 dsts.append(Operand(units, "dst", col=col))
+                dst_rng.append((first, first + 1))
             else:
                 srcs.append(Operand(units, "src", col=col))
+                src_rng.append((first, first + 1))
             continue
         if "[" in op:
-            srcs.append(Operand(_mem_units(op, opcode, mods, ops), "addr", col=col))
+            srcs.append(Operand(_mem_units(op, col, ops, cons), "addr", col=col))
+            src_rng.append((first, len(cons)))
             if not is_dst:
                 src_idx += 1
             continue
@@ -419,15 +515,19 @@ def _effects(arch: str, text: str) -> Effects:
         if "64" in sufs:
             w = max(w, 2)
         units = _span(kind, idx, w)
+        cons.append((col + rm.start(2), kind, w, units))
         hi = 1 if info.get("width") == "wide" and len(units) == 2 else 0
         if is_dst:
             dsts.append(Operand(units, "dst", col=col, hi=hi))
+            dst_rng.append((first, first + 1))
         else:
             srcs.append(Operand(units, "src", slot=src_idx, reuse=reuse, col=col, hi=hi))
+            src_rng.append((first, first + 1))
             src_idx += 1
     if guard is not None:
         srcs.append(Operand((guard,), "guard", col=0))
-    return Effects(
+        src_rng.append((0, 1))
+    eff = Effects(
         opcode,
         mods,
         guard,
@@ -446,6 +546,142 @@ def _effects(arch: str, text: str) -> Effects:
         frozenset(u for o in dsts for u in o.units),
         frozenset(u for o in srcs for u in o.units),
     )
+    if shift:
+        cons = [(p + shift if p >= cut else p, *rest) for p, *rest in cons]
+    return eff, cons, dst_rng, src_rng
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _effects(arch: str, text: str) -> Effects:
+    """Kept for callers that clear it (``tools/isa/build_semantics.py``); the caches live on
+    :class:`Semantics` (per table, so a rebuilt table never sees effects scanned with an old one)."""
+    return load_semantics(arch).effects(text)
+
+
+# ---------------------------------------------------------------- shapes
+
+# The digits of a register number in instruction text (R12, UR4, P0, UP1; no leading zeros).
+_TOK = re.compile(r"(?:(?<=\bUR)|(?<=\bUP)|(?<=\bR)|(?<=\bP))(?:0|[1-9][0-9]*)\b")
+_HOLE = "\x00"  # a register number in a shape's template
+_MISSING = object()
+_CACHE_MAX = 1 << 18
+
+
+class Shape:
+    """What the scanner finds in every instruction text that differs from ``template`` only in register
+    numbers (``template``: the text with each number replaced by ``\\x00``; ``nums``: the numbers in order).
+
+    Operand units are segments ``(slot, base, width)``, the registers ``base + nums[slot]`` onwards, or
+    ``(-1, units, 0)`` for units that do not depend on a number. ``caps[k]``: the largest number slot ``k``
+    may hold (beyond it the scanner would clip the span or read the zero register, so such a text gets a
+    shape of its own). A shape with ``nslots == 0`` stands for one text; ``const`` is its :class:`Effects`.
+    ``memo`` is free for consumers to cache what they derive from a shape (the hazard checker does).
+    """
+
+    __slots__ = ("template", "nslots", "caps", "head", "guard", "dsts", "srcs", "const", "memo")
+
+    def __init__(self, template: str, eff: Effects, cons: list, dst_rng: list, src_rng: list, tokens: list):
+        self.template = template
+        self.memo = None
+        slot_at = {start: k for k, (start, _d) in enumerate(tokens)}
+        segs = []
+        kinds: list[str | None] = [None] * len(tokens)
+        caps = [0] * len(tokens)
+        for pos, kind, w, units in cons:
+            k = slot_at.get(pos)
+            if k is None:
+                segs.append((-1, units, 0))
+                continue
+            kinds[k] = kind
+            caps[k] = ZERO_INDEX[kind] - w
+            segs.append((k, UNIT_BASE[kind], w))
+        if None in kinds:
+            raise _NotAShape  # a number the scanner did not read as a register (inside a label, ...)
+        self.nslots = len(tokens)
+        self.caps = tuple(caps)
+        self.head = (
+            eff.opcode,
+            eff.modifiers,
+            eff.guard_neg,
+            eff.never,
+            eff.pipe,
+            eff.variable,
+            eff.queue,
+            eff.flags,
+            eff.targets,
+            eff.indirect,
+            eff.imm,
+            eff.sb_set,
+        )
+        self.guard = (-1, eff.guard)  # (slot, base) as for segments, or (-1, the unit or None)
+        if eff.guard is not None and segs[0][0] >= 0:
+            self.guard = segs[0][:2]
+
+        def where(col: int) -> tuple[int, int]:
+            before = [len(d) for start, d in tokens if start < col]
+            return col - sum(before), len(before)
+
+        self.dsts = tuple(
+            (tuple(segs[a:b]), *where(op.col), op.hi) for op, (a, b) in zip(eff.dsts, dst_rng, strict=True)
+        )
+        self.srcs = tuple(
+            (tuple(segs[a:b]), op.role, op.slot, op.reuse, *where(op.col), op.hi)
+            for op, (a, b) in zip(eff.srcs, src_rng, strict=True)
+        )
+        self.const = eff if not tokens else None
+
+    def effects(self, nums: list[int], digits: list[str]) -> Effects:
+        """The :class:`Effects` of the text with register numbers ``nums`` (``digits``: as written)."""
+        if not self.nslots:
+            return self.const
+        pre = [0]
+        for d in digits:
+            pre.append(pre[-1] + len(d))
+        dsts = tuple(
+            Operand(_seg_units(segs, nums), "dst", col=tcol + pre[nb], hi=hi)
+            for segs, tcol, nb, hi in self.dsts
+        )
+        srcs = tuple(
+            Operand(_seg_units(segs, nums), role, slot=slot, reuse=reuse, col=tcol + pre[nb], hi=hi)
+            for segs, role, slot, reuse, tcol, nb, hi in self.srcs
+        )
+        gslot, gbase = self.guard
+        guard = gbase if gslot < 0 else gbase + nums[gslot]
+        opcode, mods, guard_neg, never, pipe, var, queue, flags, targets, indirect, imm, sb_set = self.head
+        return Effects(
+            opcode,
+            mods,
+            guard,
+            guard_neg,
+            never,
+            dsts,
+            srcs,
+            pipe,
+            var,
+            queue,
+            flags,
+            targets,
+            indirect,
+            imm,
+            sb_set,
+            frozenset(u for o in dsts for u in o.units),
+            frozenset(u for o in srcs for u in o.units),
+        )
+
+
+class _NotAShape(Exception):
+    pass
+
+
+def _seg_units(segs: tuple, nums: list[int]) -> tuple[int, ...]:
+    out: tuple[int, ...] = ()
+    for slot, base, w in segs:
+        if slot < 0:
+            out += base
+        else:
+            first = base + nums[slot]
+            out += tuple(range(first, first + w))
+    return out
 
 
 def _count_dsts(rule: str, ops: list[tuple[str, int]]) -> int:
@@ -518,8 +754,8 @@ def _width_rules(opcode: str, mods: tuple[str, ...], info: dict):
     return lambda i, is_dst, n_dst, kind: 1
 
 
-def _mem_units(op: str, opcode: str, mods: tuple[str, ...], ops: list[tuple[str, int]]) -> tuple[int, ...]:
-    """Registers read by an address / constant-bank / descriptor operand."""
+def _mem_units(op: str, col: int, ops: list[tuple[str, int]], cons: list) -> tuple[int, ...]:
+    """Registers read by an address / constant-bank / descriptor operand (``op`` starts at ``col``)."""
     units: list[int] = []
     prefix = op[: op.index("[")]
     for m in _MEMREG.finditer(op):
@@ -530,5 +766,7 @@ def _mem_units(op: str, opcode: str, mods: tuple[str, ...], ops: list[tuple[str,
             w = 2  # a 64-bit descriptor in a UR pair
             if prefix == "gdesc" and not any(_REG.match(o) and o.startswith("R") for o, _ in ops[1:2]):
                 w = 4  # HGMMA with A and B both from shared memory: two descriptors
-        units.extend(_span(kind, idx, w))
+        span = _span(kind, idx, w)
+        cons.append((col + m.start(2), kind, w, span))
+        units.extend(span)
     return tuple(units)
