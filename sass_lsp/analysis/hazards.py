@@ -75,6 +75,8 @@ class State:
 
 
 _MEM_QUEUES = frozenset({"lsu", "mio"})
+_RARE = F_DEPBAR | F_GMMA_WAIT | F_NEVER | F_SHARED  # handled before the reads
+_OWN = F_GMMA | F_VAR  # adds events or an HGMMA group (as does setting a scoreboard)
 
 # An event inside the checker: (idx, sb, kind, queue, units mask, guard, guard_neg), Event's fields.
 _IDX, _SB, _KIND, _QUEUE, _UNITS, _GUARD, _NEG = range(7)
@@ -295,16 +297,21 @@ class Checker:
                 block(bi, entry[bi].copy(), found[bi])
         self._entry = entry  # type: ignore[assignment]
         self._public = None
+        # In node order, each node's field and yield rules first (as a reporting pass would add them).
+        ctx = p.ctx
+        mny = 99 if ctx.max_noyield is None else ctx.max_noyield
+        facts = p.facts
+        tagged = [
+            (i, 0, f)
+            for i, (_w, _r, _s, stall, _x, yld, errs) in enumerate(p.cts)
+            if errs or stall == 0 or (stall > mny and not yld) or (yld and facts[i].s.has_reuse)
+            for f in self._syntax_rules(i)
+        ]
+        tagged += [(i, 1, f) for lst in found for i, f in lst]
+        tagged.sort(key=lambda t: t[:2])
         findings = self.findings
-        for b, lst in zip(blocks, found, strict=True):
-            k = 0
-            for i in range(b.start, b.end):
-                for f in self._syntax_rules(i):
-                    findings.setdefault((f.code, f.line, f.message), f)
-                while k < len(lst) and lst[k][0] == i:
-                    f = lst[k][1]
-                    findings.setdefault((f.code, f.line, f.message), f)
-                    k += 1
+        for _i, _phase, f in tagged:
+            findings.setdefault((f.code, f.line, f.message), f)
         return sorted(findings.values(), key=lambda f: (f.line, f.col, f.code))
 
     # ---------------------------------------------------------------- reporting
@@ -342,192 +349,196 @@ class Checker:
         p = self.p
         b = p.blocks[bi]
         facts = p.facts
-        ctrls = p.ctrls
-        lines = p.lines
+        cts = p.cts
         events, fixed, groups, og, bar, cycle = st.events, st.fixed, st.groups, st.og, st.bar, st.cycle
         wm, am = st.wm, st.am
         slow = self.horizon or self.observer
+        fget = fixed.get
+        from_entry = {e[_IDX] for e in events}  # the only events a node of this block may already own
         for i in range(b.start, b.end):
-            c = ctrls[i]
+            wait, rsb, wsb, stall, sets, _y, _e = cts[i]
             f = facts[i]
             fb = f.fb
             # 1. waits
-            mask = c.wait_mask
-            if mask and events:
-                done = [q for q, e in enumerate(events) if e[_SB] >= 0 and mask >> e[_SB] & 1]
+            if wait and events:
+                done = [q for q, e in enumerate(events) if e[_SB] >= 0 and wait >> e[_SB] & 1]
                 if done:
                     events = _complete(events, done)
                     wm, am = _masks(events)
-            if fb & F_DEPBAR:
-                s = f.s
-                keep = s.depbar_keep
-                done = []
-                for sb in range(6):
-                    if s.sb_set >> sb & 1:
-                        on_sb = [q for q, e in enumerate(events) if e[_SB] == sb]
-                        if keep and out is not None and len({events[q][_QUEUE] for q in on_sb}) > 1:
-                            pl = sorted({lines[events[q][_IDX]] for q in on_sb})
-                            out.append(
-                                (
-                                    i,
-                                    self._finding(
-                                        "SASS005",
-                                        i,
-                                        f"DEPBAR.LE SB{sb}, {keep} relies on in-order completion but SB{sb} "
-                                        f"is shared by different queues (lines {', '.join(map(str, pl))})",
-                                        [(ln, "producer on the same scoreboard") for ln in pl],
-                                    ),
-                                )
-                            )
-                        done.extend(on_sb[: max(0, len(on_sb) - keep)])
-                if done:
-                    events = _complete(events, done)
+            if fb & _RARE:
+                if fb & F_DEPBAR:
+                    events = self._depbar(i, f, events, out)
                     wm, am = _masks(events)
-            if fb & F_GMMA_WAIT:
-                keep = f.s.gmma_keep
-                groups = groups[len(groups) - keep :] if keep else ()
-            if fb & F_NEVER:
-                cycle += c.stall
-                continue
-            # 2. BAR.SYNC -> shared memory distance
-            if fb & F_SHARED and bar is not None:
-                if self.horizon and out is not None:
-                    self.bar_gaps_seen.append(cycle - bar[1])
-                    bar = None
-                elif self.bar_gap:
-                    dist = cycle - bar[1]
-                    if dist < self.bar_gap and out is not None:
-                        bl = lines[bar[0]]
-                        out.append(
-                            (
-                                i,
-                                self._finding(
-                                    "SASS008",
-                                    i,
-                                    f"{f.s.opcode} accesses shared memory {dist} cycles after BAR.SYNC at "
-                                    f"line {bl}; ptxas keeps >= {self.bar_gap}",
-                                    [(bl, "barrier")],
-                                ),
-                            )
-                        )
+                if fb & F_GMMA_WAIT:
+                    keep = f.s.gmma_keep
+                    groups = groups[len(groups) - keep :] if keep else ()
+                if fb & F_NEVER:
+                    cycle += stall
+                    continue
+                # 2. BAR.SYNC -> shared memory distance
+                if fb & F_SHARED and bar is not None:
+                    if self.horizon and out is not None:
+                        self.bar_gaps_seen.append(cycle - bar[1])
+                        bar = None
+                    elif self.bar_gap and cycle - bar[1] < self.bar_gap and out is not None:
+                        out.append((i, self._bar(i, cycle, bar)))
             # 3. reads
-            is_gmma = fb & F_GMMA
-            check_var = f.use_mask & wm
+            um = f.use_mask
+            check_var = um & wm
             if check_var or fixed:
-                guard = f.guard
-                neg = f.s.guard_neg
-                for u, kind, tbl in f.uses:
+                nx = f.nx
+                for slot, add, kind, need in f.uo:
+                    u = nx[slot] + add
                     if check_var and wm >> u & 1:
-                        for e in events:
-                            if (
-                                e[_KIND] == "W"
-                                and e[_UNITS] >> u & 1
-                                and not (e[_GUARD] is not None and guard == e[_GUARD] and neg != e[_NEG])
-                            ):
-                                if is_gmma and e[_QUEUE] == "gmma":
-                                    continue
-                                self._raw_var(out, i, e, u)
-                                break
+                        self._raw_var(out, i, f, events, u)
                     if fixed:
-                        fx = fixed.get(u)
+                        fx = fget(u)
                         if fx is None:
                             continue
                         if slow:
-                            self._raw_fixed_hooked(out, i, cycle, fx, u, kind, tbl)
-                            continue
-                        row = tbl[fx[2]]
-                        if row is not None and cycle - fx[1] < row.cycles and out is not None:
+                            self._raw_fixed_hooked(out, i, cycle, fx, u, kind)
+                        elif cycle - fx[1] < need[fx[2]] and out is not None:
                             pf = facts[fx[0]]
                             pg = pf.guard
-                            if not (pg is not None and guard == pg and neg != pf.s.guard_neg):
-                                out.append((i, self._raw_fixed(i, cycle, fx, u, kind, row)))
+                            if pg is None or f.guard != pg or f.s.guard_neg == pf.s.guard_neg:
+                                out.append((i, self._raw_fixed(i, cycle, fx, u, kind)))
             # 4. writes: WAR / WAW against pending events
             dm = f.def_mask
             if dm & am:
-                guard = f.guard
-                neg = f.s.guard_neg
-                for e in events:
-                    hit = e[_UNITS] & dm
-                    if hit and not (e[_GUARD] is not None and guard == e[_GUARD] and neg != e[_NEG]):
-                        if e[_KIND] == "R":
-                            # A memory op's late write cannot overtake an older memory op's operand read:
-                            # both go through the in-order MIO/LSU path (ptxas relies on this, e.g. STG R4
-                            # then LDS R4).
-                            if not _in_order_after(f, e) and out is not None:
-                                out.append((i, self._war(i, e, _low(hit))))
-                        elif (
-                            not (is_gmma and e[_QUEUE] == "gmma")
-                            and not _in_order_after(f, e)
-                            and out is not None
-                        ):
-                            out.append((i, self._waw(i, e, _low(hit))))
+                self._overwrites(out, i, f, events)
             # 5. HGMMA registers in flight
-            if (groups or og) and not is_gmma:
-                touched = dm | f.use_mask
-                for gidx, gunits in (*groups, *((og,) if og else ())):
-                    hit = gunits & touched
-                    if hit:
-                        if out is not None:
-                            gl = lines[gidx]
-                            out.append(
-                                (
-                                    i,
-                                    self._finding(
-                                        "SASS013",
-                                        i,
-                                        f"{unit_name(_low(hit))} belongs to the HGMMA at line {gl} that "
-                                        "is still in flight; wait with WARPGROUP.DEPBAR.LE gsb0 first",
-                                        [(gl, "HGMMA")],
-                                    ),
-                                )
-                            )
-                        break
+            if (groups or og) and not fb & F_GMMA:
+                self._in_flight(out, i, dm | um, groups, og)
             # 6. own effects
-            if is_gmma:
-                units = (dm | f.use_mask) & R_MASK
-                og = (i, units if og is None else og[1] | units)
-                if fb & F_GSB0:
-                    groups = (*groups, og)
-                    og = None
-                for u in f.dst_units:
-                    fixed.pop(u, None)
-            elif fb & F_VAR or c.write_sb is not None or c.read_sb is not None:
-                for u in f.dst_units:
-                    fixed.pop(u, None)
-                new = []
-                s = f.s
-                queue = s.queue or f"#{i}"  # no queue: never completed by another op
-                if fb & F_VAR or c.write_sb is not None:
-                    wsb = -1 if c.write_sb is None else c.write_sb
-                    if wsb >= 0 or dm:
-                        new.append((i, wsb, "W", queue, dm, f.guard, s.guard_neg))
-                if c.read_sb is not None:
-                    # Guards, predicates and uniform registers are read at issue; only GPRs are read late.
-                    new.append((i, c.read_sb, "R", queue, f.use_mask & R_MASK, f.guard, s.guard_neg))
-                if new:
-                    events = (*[e for e in events if e[_IDX] != i], *new)
-                    wm, am = _masks(events)
+            if fb & _OWN or sets:
+                if fb & F_GMMA:
+                    units = (dm | um) & R_MASK
+                    og = (i, units if og is None else og[1] | units)
+                    if fb & F_GSB0:
+                        groups = (*groups, og)
+                        og = None
+                    nx = f.nx
+                    for slot, add in f.ds:
+                        fixed.pop(nx[slot] + add, None)
+                else:
+                    nx = f.nx
+                    for slot, add in f.ds:
+                        fixed.pop(nx[slot] + add, None)
+                    new = self._events(i, f, rsb, wsb)
+                    if new:
+                        if i in from_entry:
+                            events = tuple(e for e in events if e[_IDX] != i)
+                        events = (*events, *new)
+                        wm, am = _masks(events)
             elif dm:
-                pipe = f.s.dst_pipe
+                pipe = f.dp
+                nx = f.nx
                 if pipe is not None:
                     v = (i, cycle, pipe)
-                    for u in f.dst_units:
-                        fixed[u] = v
+                    for slot, add in f.ds:
+                        fixed[nx[slot] + add] = v
                 else:
-                    for u, pipe in f.dsts:
-                        fixed[u] = (i, cycle, pipe)
+                    for slot, add, pipe in f.s.dst_occ:
+                        fixed[nx[slot] + add] = (i, cycle, pipe)
             if fb & F_BAR_SYNC:
                 bar = (i, cycle)
-            cycle += c.stall
+            cycle += stall
         st.events, st.fixed, st.groups, st.og, st.bar, st.cycle = events, fixed, groups, og, bar, cycle
         st.wm, st.am = wm, am
         return st
+
+    def _depbar(self, i: int, f, events: tuple, out: list | None) -> tuple:  # noqa: ANN001
+        """``DEPBAR.LE SBn, k``: all but the youngest k events on each named scoreboard complete."""
+        s = f.s
+        keep = s.depbar_keep
+        lines = self.p.lines
+        done = []
+        for sb in range(6):
+            if s.sb_set >> sb & 1:
+                on_sb = [q for q, e in enumerate(events) if e[_SB] == sb]
+                if keep and out is not None and len({events[q][_QUEUE] for q in on_sb}) > 1:
+                    pl = sorted({lines[events[q][_IDX]] for q in on_sb})
+                    msg = (
+                        f"DEPBAR.LE SB{sb}, {keep} relies on in-order completion but SB{sb} "
+                        f"is shared by different queues (lines {', '.join(map(str, pl))})"
+                    )
+                    related = [(ln, "producer on the same scoreboard") for ln in pl]
+                    out.append((i, self._finding("SASS005", i, msg, related)))
+                done.extend(on_sb[: max(0, len(on_sb) - keep)])
+        return _complete(events, done) if done else events
+
+    @staticmethod
+    def _events(i: int, f, rsb: int | None, wsb: int | None) -> list[tuple]:  # noqa: ANN001
+        """The events a variable-latency or scoreboard-setting instruction adds."""
+        new = []
+        s = f.s
+        queue = s.queue or f"#{i}"  # no queue: never completed by another op
+        if f.fb & F_VAR or wsb is not None:
+            wsb = -1 if wsb is None else wsb
+            if wsb >= 0 or f.def_mask:
+                new.append((i, wsb, "W", queue, f.def_mask, f.guard, s.guard_neg))
+        if rsb is not None:
+            # Guards, predicates and uniform registers are read at issue; only GPRs are read late.
+            new.append((i, rsb, "R", queue, f.use_mask & R_MASK, f.guard, s.guard_neg))
+        return new
+
+    def _bar(self, i: int, cycle: int, bar: tuple[int, int]) -> Finding:
+        bl = self.p.lines[bar[0]]
+        return self._finding(
+            "SASS008",
+            i,
+            f"{self.p.facts[i].s.opcode} accesses shared memory {cycle - bar[1]} cycles after BAR.SYNC at "
+            f"line {bl}; ptxas keeps >= {self.bar_gap}",
+            [(bl, "barrier")],
+        )
+
+    def _overwrites(self, out: list | None, i: int, f, events: tuple) -> None:  # noqa: ANN001
+        dm = f.def_mask
+        guard = f.guard
+        neg = f.s.guard_neg
+        is_gmma = f.fb & F_GMMA
+        for e in events:
+            hit = e[_UNITS] & dm
+            if hit and not (e[_GUARD] is not None and guard == e[_GUARD] and neg != e[_NEG]):
+                if e[_KIND] == "R":
+                    # A memory op's late write cannot overtake an older memory op's operand read: both go
+                    # through the in-order MIO/LSU path (ptxas relies on this, e.g. STG R4 then LDS R4).
+                    if not _in_order_after(f, e) and out is not None:
+                        out.append((i, self._war(i, e, _low(hit))))
+                elif not (is_gmma and e[_QUEUE] == "gmma") and not _in_order_after(f, e) and out is not None:
+                    out.append((i, self._waw(i, e, _low(hit))))
+
+    def _in_flight(self, out: list | None, i: int, touched: int, groups: tuple, og: tuple | None) -> None:
+        for gidx, gunits in (*groups, *((og,) if og else ())):
+            hit = gunits & touched
+            if hit:
+                if out is not None:
+                    gl = self.p.lines[gidx]
+                    msg = (
+                        f"{unit_name(_low(hit))} belongs to the HGMMA at line {gl} that "
+                        "is still in flight; wait with WARPGROUP.DEPBAR.LE gsb0 first"
+                    )
+                    out.append((i, self._finding("SASS013", i, msg, [(gl, "HGMMA")])))
+                break
 
     # ---------------------------------------------------------------- rule bodies
     def _where(self, idx: int) -> tuple[str, int]:
         return self.p.facts[idx].s.opcode, self.p.lines[idx]
 
-    def _raw_var(self, out: list | None, i: int, e: tuple, u: int) -> None:
+    def _raw_var(self, out: list | None, i: int, f, events: tuple, u: int) -> None:  # noqa: ANN001
+        """Node ``i`` reads ``u``: report the oldest pending write of it (not on the complementary guard)."""
+        guard, neg, is_gmma = f.guard, f.s.guard_neg, f.fb & F_GMMA
+        for e in events:
+            if (
+                e[_KIND] == "W"
+                and e[_UNITS] >> u & 1
+                and not (e[_GUARD] is not None and guard == e[_GUARD] and neg != e[_NEG])
+            ):
+                if is_gmma and e[_QUEUE] == "gmma":
+                    continue
+                break
+        else:
+            return
         if self.observer:
             self.observer(self._node(i), "raw_var", self._node(e[_IDX]), None)
         if out is None:
@@ -535,7 +546,7 @@ class Checker:
         opc, pl = self._where(e[_IDX])
         sb = e[_SB]
         if sb < 0:
-            f = self._finding(
+            found = self._finding(
                 "SASS007",
                 i,
                 f"reads {unit_name(u)} written by {opc} at line {pl}, which has no "
@@ -543,7 +554,7 @@ class Checker:
                 [(pl, "variable-latency producer without W scoreboard")],
             )
         else:
-            f = self._finding(
+            found = self._finding(
                 "SASS001",
                 i,
                 f"reads {unit_name(u)} written by {opc} at line {pl} (W{sb}) without waiting on SB{sb}",
@@ -551,23 +562,23 @@ class Checker:
                 col=self.p.ctrl_cols[i],
                 end_col=self.p.end_cols[i],
             )
-        out.append((i, f))
+        out.append((i, found))
 
-    def _raw_fixed(self, i: int, cycle: int, fx: tuple, u: int, kind: str, row) -> Finding:  # noqa: ANN001
+    def _raw_fixed(self, i: int, cycle: int, fx: tuple, u: int, kind: str) -> Finding:
         pidx, issued, ppipe = fx
         dist = cycle - issued
         opc, pl = self._where(pidx)
+        cpipe = self.p.facts[i].s.pipe
+        row = self.sem.latency(ppipe, cpipe, kind)
         return self._finding(
             "SASS002",
             i,
             f"reads {unit_name(u)} {dist} cycles after {opc} at line {pl}; "
-            f"{ppipe}->{self.p.facts[i].s.pipe} {kind} latency is {row.cycles} ({row.source})",
+            f"{ppipe}->{cpipe} {kind} latency is {row.cycles} ({row.source})",
             [(pl, f"producer; stalls from here sum to {dist}")],
         )
 
-    def _raw_fixed_hooked(
-        self, out: list | None, i: int, cycle: int, fx: tuple, u: int, kind: str, tbl: dict
-    ) -> None:
+    def _raw_fixed_hooked(self, out: list | None, i: int, cycle: int, fx: tuple, u: int, kind: str) -> None:
         """The fixed-latency check with the table builder's horizon and observer."""
         pidx, issued, ppipe = fx
         if not (self.observer or cycle - issued < self.maxlat.get(ppipe, 0)):
@@ -575,13 +586,13 @@ class Checker:
         f, pf = self.p.facts[i], self.p.facts[pidx]
         if pf.guard is not None and f.guard == pf.guard and f.s.guard_neg != pf.s.guard_neg:
             return
-        row = tbl[ppipe]
+        row = self.sem.latency(ppipe, f.s.pipe, kind)
         dist = cycle - issued
         if self.observer:
             self.observer(self._node(i), "raw_fixed", self._node(pidx), (ppipe, f.s.pipe, kind, dist, u))
         if row is None or dist >= row.cycles or out is None:
             return
-        out.append((i, self._raw_fixed(i, cycle, fx, u, kind, row)))
+        out.append((i, self._raw_fixed(i, cycle, fx, u, kind)))
 
     def _war(self, i: int, e: tuple, u: int) -> Finding:
         opc, pl = self._where(e[_IDX])

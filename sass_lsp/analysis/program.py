@@ -146,21 +146,23 @@ def _kind_of(okind: str, u: int) -> str:
 
 
 class _LatTable(dict):
-    """Producer pipe -> fixed-latency row (or None) for one (consumer pipe, operand kind)."""
+    """Producer pipe -> fixed RAW latency in cycles (0: no row) for one (consumer pipe, operand kind)."""
 
     def __init__(self, sem: Semantics, consumer: str, kind: str) -> None:
         super().__init__()
         self.sem, self.consumer, self.kind = sem, consumer, kind
 
-    def __missing__(self, producer: str):  # noqa: ANN204
-        row = self[producer] = self.sem.latency(producer, self.consumer, self.kind)
-        return row
+    def __missing__(self, producer: str) -> int:
+        row = self.sem.latency(producer, self.consumer, self.kind)
+        need = self[producer] = 0 if row is None else row.cycles
+        return need
 
 
 class ShapeFacts:
     """What the checker needs from a :class:`Shape`, with the register numbers still open.
 
-    Units are ``(slot, add)``: ``nums[slot] + add``; slot ``nslots`` reads an appended 0 (fixed units)."""
+    A unit is ``(slot, add)``: ``nx[slot] + add`` where ``nx`` is the text's register numbers with a 0
+    appended (slot ``nslots`` holds units that do not depend on a number)."""
 
     __slots__ = (
         "opcode",
@@ -181,9 +183,12 @@ class ShapeFacts:
         "nslots",
         "use_occ",
         "dst_occ",
+        "dst_sa",
         "dst_pipe",
-        "use_segs",
-        "def_segs",
+        "use_const",
+        "use_var",
+        "def_const",
+        "def_var",
         "reuse",
     )
 
@@ -218,7 +223,7 @@ class ShapeFacts:
         self.gmma_keep = imm[0] if imm else 0
         n = self.nslots = shape.nslots
         gslot, gbase = shape.guard
-        self.guard = (n, gbase) if gslot < 0 else (gslot, gbase)  # gbase may be None (no guard)
+        self.guard = (n, gbase) if gslot < 0 else (gslot, gbase)  # gbase None: no guard
 
         def occ(segs: tuple) -> list[tuple[int, int]]:
             out = []
@@ -229,8 +234,8 @@ class ShapeFacts:
                     out.extend((slot, base + j) for j in range(w))
             return out
 
-        def seg_masks(ops: list[tuple]) -> tuple:
-            """(fixed mask, ((slot, add, width mask), ...)) over the operands' segments."""
+        def seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, int, int], ...]]:
+            """(mask of the fixed units, ((slot, add, (1 << width) - 1), ...)) over the operands."""
             const = 0
             var = []
             for segs in ops:
@@ -252,53 +257,66 @@ class ShapeFacts:
                 use_occ.append((slot, add, kind, ctx.lat_table(pipe, kind)))
             if is_reuse and units:
                 reuse.append((*units[0], tcol, nb))
-        self.use_occ = tuple(use_occ)
+        self.use_occ = tuple(use_occ)  # (slot, add, operand kind, latency table) per source unit
         self.reuse = tuple(reuse)
         dst_occ = []
         for segs, _tcol, _nb, hi in shape.dsts:
             for j, (slot, add) in enumerate(occ(segs)):
                 dst_occ.append((slot, add, pipe + "_hi" if hi and j >= hi else pipe))
-        self.dst_occ = tuple(dst_occ)
+        self.dst_occ = tuple(dst_occ)  # (slot, add, producer pipe) per destination unit
+        self.dst_sa = tuple((slot, add) for slot, add, _p in dst_occ)
         pipes = {p for _s, _a, p in dst_occ}
         self.dst_pipe = pipes.pop() if len(pipes) == 1 else None  # one pipe for every destination unit
-        self.use_segs = seg_masks([src[0] for src in shape.srcs])
-        self.def_segs = seg_masks([dst[0] for dst in shape.dsts])
+        self.use_const, self.use_var = seg_masks([src[0] for src in shape.srcs])
+        self.def_const, self.def_var = seg_masks([dst[0] for dst in shape.dsts])
 
 
 class Facts:
-    """One instruction text as the checker sees it (shared by every node with that text)."""
+    """One instruction text as the checker sees it (shared by every node with that text): its shape's
+    facts ``s``, register numbers ``nx`` (see :class:`ShapeFacts`), unit masks, guard unit, text length."""
 
-    __slots__ = ("s", "fb", "guard", "use_mask", "def_mask", "uses", "dsts", "dst_units", "reuse", "tlen")
+    __slots__ = ("s", "fb", "nx", "uo", "ds", "dp", "guard", "use_mask", "def_mask", "tlen", "reuse")
 
-    def __init__(self, sf: ShapeFacts, nums: list[int], digits: list[str], text: str) -> None:
-        nx = [*nums, 0]
-        self.s = sf
-        self.fb = sf.fb
-        gs, gb = sf.guard
-        self.guard = gb if gb is None else nx[gs] + gb
-        mask, segs = sf.use_segs
-        for slot, add, wm in segs:
-            mask |= wm << (nx[slot] + add)
-        self.use_mask = mask
-        mask, segs = sf.def_segs
-        for slot, add, wm in segs:
-            mask |= wm << (nx[slot] + add)
-        self.def_mask = mask
-        self.uses = tuple([(nx[s] + a, k, t) for s, a, k, t in sf.use_occ])  # (unit, kind, latency table)
-        self.dsts = tuple([(nx[s] + a, p) for s, a, p in sf.dst_occ])  # (unit, producer pipe)
-        self.dst_units = tuple([u for u, _p in self.dsts])
-        self.reuse: tuple[tuple[int, int], ...] = ()  # (register, 0-based column) of .reuse sources
-        if sf.reuse:
-            pre = [0]
-            for d in digits:
-                pre.append(pre[-1] + len(d))
-            self.reuse = tuple((nx[s] + a, tcol + pre[nb]) for s, a, tcol, nb in sf.reuse)
-        self.tlen = len(text.rstrip())
+    @property
+    def uses(self) -> tuple[tuple[int, str], ...]:
+        """(unit, operand kind) per source unit, in operand order."""
+        nx = self.nx
+        return tuple((nx[s] + a, k) for s, a, k, _t in self.s.use_occ)
+
+    @property
+    def dst_units(self) -> tuple[int, ...]:
+        nx = self.nx
+        return tuple(nx[s] + a for s, a in self.s.dst_sa)
 
     @property
     def late_mask(self) -> int:
         """GPRs among the sources: read late by a memory op that sets a read scoreboard."""
         return self.use_mask & R_MASK
+
+
+def _new_facts(sf: ShapeFacts, nums: list[int], digits: list[str], text: str) -> Facts:
+    f = Facts()
+    nums.append(0)
+    f.s, f.fb, f.nx = sf, sf.fb, nums
+    f.uo, f.ds, f.dp = sf.use_occ, sf.dst_sa, sf.dst_pipe  # hot in the checker: one lookup fewer
+    gs, gb = sf.guard
+    f.guard = gb if gb is None else nums[gs] + gb
+    mask = sf.use_const
+    for slot, add, wm in sf.use_var:
+        mask |= wm << (nums[slot] + add)
+    f.use_mask = mask
+    mask = sf.def_const
+    for slot, add, wm in sf.def_var:
+        mask |= wm << (nums[slot] + add)
+    f.def_mask = mask
+    f.tlen = len(text.rstrip())
+    f.reuse = ()  # (register, 0-based column) of each .reuse source
+    if sf.reuse:
+        pre = [0]
+        for d in digits:
+            pre.append(pre[-1] + len(d))
+        f.reuse = tuple((nums[s] + a, tcol + pre[nb]) for s, a, tcol, nb in sf.reuse)
+    return f
 
 
 class _Ctx:
@@ -338,7 +356,7 @@ class _Ctx:
                 sf = shape.memo
                 if sf is None:
                     sf = shape.memo = ShapeFacts(shape, self)
-                cache[text] = Facts(sf, nums, digits, text)
+                cache[text] = _new_facts(sf, nums, digits, text)
             out = [cache[t] for t in texts]
         return out
 
@@ -371,9 +389,18 @@ class Program:
     bad_ctrl: list[Instruction] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     ctx: _Ctx | None = None
+    cts: list[tuple] = field(default_factory=list)  # ctrl_tuple per node
 
 
-_CTRL_CACHE: dict[str, Ctrl | None] = {}
+def ctrl_tuple(c: Ctrl) -> tuple[int, int | None, int | None, int, bool, bool, bool]:
+    """(wait mask, read sb, write sb, stall, sets a scoreboard, yield, has field errors): what the checker
+    reads per node."""
+    sets = c.read_sb is not None or c.write_sb is not None
+    return (c.wait_mask, c.read_sb, c.write_sb, c.stall, sets, c.yield_flag, bool(c.errors))
+
+
+_CTRL_CACHE: dict[str, tuple[Ctrl, tuple] | None] = {}
+_CTRL_OF: dict[Ctrl, tuple] = {}
 
 
 def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Program:
@@ -381,31 +408,34 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
     ccols: list[int] = []
     tcols: list[int] = []
     ctrls: list[Ctrl] = []
+    cts: list[tuple] = []
     texts: list[str] = []
     label_node: dict[str, int] = {}
     bad: list[Instruction] = []
     cache = _CTRL_CACHE
     for item in items:
-        if isinstance(item, Label):
-            label_node[item.name] = len(lines)
-        elif isinstance(item, Instruction):
-            ctrl = cache.get(item.ctrl, False)
-            if ctrl is False:
+        if isinstance(item, Instruction):
+            hit = cache.get(item.ctrl, False)
+            if hit is False:
                 if len(cache) > 4096:
                     cache.clear()
-                ctrl = cache[item.ctrl] = decode_ctrl(item.ctrl)
-            if ctrl is None:
+                ctrl = decode_ctrl(item.ctrl)
+                hit = cache[item.ctrl] = None if ctrl is None else (ctrl, ctrl_tuple(ctrl))
+            if hit is None:
                 bad.append(item)
                 continue
             lines.append(item.line)
             ccols.append(item.ctrl_col)
             tcols.append(item.text_col)
-            ctrls.append(ctrl)
+            ctrls.append(hit[0])
+            cts.append(hit[1])
             texts.append(item.text)
+        elif isinstance(item, Label):
+            label_node[item.name] = len(lines)
     ctx = context(sem)
     facts = ctx.facts_of(texts)
     ends = [c + f.tlen for c, f in zip(tcols, facts, strict=True)]
-    p = Program(name, line, lines, ccols, tcols, ends, ctrls, facts, [], label_node, [], bad, texts, ctx)
+    p = Program(name, line, lines, ccols, tcols, ends, ctrls, facts, [], label_node, [], bad, texts, ctx, cts)
     _build_cfg(p)
     return p
 
@@ -416,6 +446,11 @@ def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
     nodes = k.nodes
     ctx = context(sem)
     texts = [nd.text for nd in nodes]
+    ctrls = [nd.ctrl for nd in nodes]
+    of = _CTRL_OF
+    if len(of) > 4096:
+        of.clear()
+    cts = [of.get(c) or of.setdefault(c, ctrl_tuple(c)) for c in ctrls]
     return Program(
         k.name,
         k.section_line,
@@ -423,7 +458,7 @@ def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
         [nd.ctrl_col for nd in nodes],
         [nd.text_col for nd in nodes],
         [nd.end_col for nd in nodes],
-        [nd.ctrl for nd in nodes],
+        ctrls,
         ctx.facts_of(texts),
         k.blocks,
         k.label_node,
@@ -431,6 +466,7 @@ def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
         k.bad_ctrl,
         texts,
         ctx,
+        cts,
     )
 
 

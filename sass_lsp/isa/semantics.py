@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -197,26 +198,45 @@ class Semantics:
         """``(shape, register numbers, their digits)`` of one instruction text (see :class:`Shape`)."""
         if _HOLE in text:
             return self._own_shape(text), [], []
-        return self._resolve(text, _TOK.sub(_HOLE, text), None)
+        parts = _TOK.split(text)
+        digits = parts[2::3]
+        parts[2::3] = [_HOLE] * len(digits)
+        return self._resolve(text, "".join(parts), digits)
 
     def shapes_of(self, texts: list[str]) -> list[tuple[Shape, list[int], list[str]]]:
         """:meth:`shape_of` for many texts at once (the register numbers are found in one pass)."""
         joined = "\n".join(texts)
         if _HOLE in joined or joined.count("\n") != len(texts) - 1:
             return [self.shape_of(t) for t in texts]
-        digits = _TOK.findall(joined)
-        out = []
+        parts = _TOK.split(joined)
+        digits = parts[2::3]
+        parts[2::3] = [_HOLE] * len(digits)
+        out: list[tuple[Shape, list[int], list[str]]] = []
+        append = out.append
+        shapes = self._shapes
         pos = 0
-        resolve = self._resolve
-        for text, template in zip(texts, _TOK.sub(_HOLE, joined).split("\n"), strict=True):
-            n = template.count(_HOLE)
-            out.append(resolve(text, template, digits[pos : pos + n]))
+        for text, template in zip(texts, "".join(parts).split("\n"), strict=True):
+            shape = shapes.get(template, _MISSING)
+            if shape is _MISSING:
+                shape = self._new_shape(text, template)
+            if shape is None:
+                pos += template.count(_HOLE)
+                append((self._own_shape(text), [], []))
+                continue
+            n = shape.nslots
+            if not n:
+                append((shape, [], []))
+                continue
+            ds = digits[pos : pos + n]
             pos += n
+            nums = [*map(int, ds)]
+            if all(map(_le, nums, shape.caps)):
+                append((shape, nums, ds))
+            else:
+                append((self._own_shape(text), [], []))
         return out
 
-    def _resolve(
-        self, text: str, template: str, digits: list[str] | None
-    ) -> tuple[Shape, list[int], list[str]]:
+    def _resolve(self, text: str, template: str, digits: list[str]) -> tuple[Shape, list[int], list[str]]:
         shape = self._shapes.get(template, _MISSING)
         if shape is _MISSING:
             shape = self._new_shape(text, template)
@@ -224,20 +244,17 @@ class Semantics:
             return self._own_shape(text), [], []
         if not shape.nslots:
             return shape, [], []
-        if digits is None:
-            digits = _TOK.findall(text)
-        nums = [int(d) for d in digits]
-        for n, cap in zip(nums, shape.caps, strict=True):
-            if n > cap:
-                return self._own_shape(text), [], []
-        return shape, nums, digits
+        nums = [*map(int, digits)]
+        if all(map(_le, nums, shape.caps)):
+            return shape, nums, digits
+        return self._own_shape(text), [], []
 
     def _new_shape(self, text: str, template: str) -> Shape | None:
         """The shape of ``template`` scanned from ``text``; None if the template has none. A text with a
         number beyond its slot's cap cannot stand for the template (its spans are clipped): None, and the
         template stays unknown."""
         eff, cons, dst_rng, src_rng = _scan(self, text)
-        tokens = [(m.start(), m.group()) for m in _TOK.finditer(text)]
+        tokens = [(m.start(2), m.group(2)) for m in _TOK.finditer(text)]
         try:
             shape = Shape(template, eff, cons, dst_rng, src_rng, tokens)
         except _NotAShape:
@@ -560,10 +577,13 @@ def _effects(arch: str, text: str) -> Effects:
 
 # ---------------------------------------------------------------- shapes
 
-# The digits of a register number in instruction text (R12, UR4, P0, UP1; no leading zeros).
-_TOK = re.compile(r"(?:(?<=\bUR)|(?<=\bUP)|(?<=\bR)|(?<=\bP))(?:0|[1-9][0-9]*)\b")
+# A register number in instruction text: R12, UR4, P0, UP1 (no leading zeros; the letter is not part of
+# a longer word). Group 1 is the letter, group 2 the digits. Written to start with the letter so that the
+# regex engine skips ahead quickly; ASCII word boundaries (a text with other letters gets its own shape).
+_TOK = re.compile(r"([RP])(?:(?<![\w][RP])|(?<=U[RP])(?<![\w]U[RP]))(0|[1-9][0-9]*)(?![\w])", re.ASCII)
 _HOLE = "\x00"  # a register number in a shape's template
 _MISSING = object()
+_le = operator.le
 _CACHE_MAX = 1 << 18
 
 
