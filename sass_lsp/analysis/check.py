@@ -16,6 +16,7 @@ from sass_lsp.analysis.program import (
     Program,
     program_of_kernel,
     programs_of,
+    reuse_col,
 )
 from sass_lsp.isa.semantics import Semantics, load_semantics, unit_name
 from sass_lsp.model import Module
@@ -69,7 +70,9 @@ def _local_rules(p: Program) -> list[Finding]:
     followers = p.ctx.followers
     block_start = {b.start for b in p.blocks}
     n = len(facts)
-    for i, f in enumerate(facts):
+    some = {f for f in set(facts) if f.reuse or f.s.opcode in ("?", "LDS")}  # what the rules below look at
+    for i in [i for i, f in enumerate(facts) if f in some] if some else ():
+        f = facts[i]
         s = f.s
         if s.opcode == "?":
             out.append(_finding("SASS015", p, lines[i], tcols[i], ends[i], "cannot parse instruction"))
@@ -113,13 +116,16 @@ def _unset_waits(p: Program) -> list[Finding]:
     waits on scoreboards it uses elsewhere, so only the never-set case is reported)."""
     set_mask = 0
     wait_any = 0
-    for c, f in zip(p.ctrls, p.facts, strict=True):
-        for sb in (c.write_sb, c.read_sb):
+    for _flags, rsb, wsb, _stall, wait in set(p.cts):
+        for sb in (wsb, rsb):
             if sb is not None:
                 set_mask |= 1 << sb
+        wait_any |= wait
+    for f in set(p.facts):
         if f.fb & F_CALL:
             return []  # a callee may set any scoreboard and return with it pending
-        wait_any |= c.wait_mask | (f.s.sb_set if f.fb & F_DEPBAR else 0)
+        if f.fb & F_DEPBAR:
+            wait_any |= f.s.sb_set
     out: list[Finding] = []
     if not wait_any & ~set_mask:
         return out
@@ -149,15 +155,16 @@ def _reuse(p: Program, i: int, block_start: set[int]) -> list[Finding]:
     f = facts[i]
     line, tcol = p.lines[i], p.text_cols[i]
     out = []
-    for reg, col in f.reuse:
+    for reg, rcol, nb in f.reuse:
         if f.def_mask >> reg & 1:
+            col = tcol + reuse_col(p.texts[i], rcol, nb)
             out.append(
                 _finding(
                     "SASS010",
                     p,
                     line,
-                    tcol + col,
-                    tcol + col + 2,
+                    col,
+                    col + 2,
                     f".reuse on {unit_name(reg)}, which this instruction overwrites: the cache would "
                     "hold the old value",
                 )
@@ -177,13 +184,14 @@ def _reuse(p: Program, i: int, block_start: set[int]) -> list[Finding]:
                 )
                 break
         if verdict:
+            col = tcol + reuse_col(p.texts[i], rcol, nb)
             out.append(
                 _finding(
                     "SASS010",
                     p,
                     line,
-                    tcol + col,
-                    tcol + col + 2,
+                    col,
+                    col + 2,
                     f".reuse on {unit_name(reg)} cannot hit: {verdict[0]}",
                     (Related(verdict[1], "next use of the slot"),),
                 )

@@ -23,12 +23,16 @@ from dataclasses import dataclass
 
 from sass_lsp.analysis.findings import RULES, Finding, Related
 from sass_lsp.analysis.program import (
+    C_SETS,
+    C_SYN,
+    C_WAIT,
     F_BAR_SYNC,
     F_DEPBAR,
     F_GMMA,
     F_GMMA_WAIT,
     F_GSB0,
     F_NEVER,
+    F_REUSE,
     F_SHARED,
     F_VAR,
     R_MASK,
@@ -75,17 +79,19 @@ class State:
 
 
 _MEM_QUEUES = frozenset({"lsu", "mio"})
-_RARE = F_DEPBAR | F_GMMA_WAIT | F_NEVER | F_SHARED  # handled before the reads
-_OWN = F_GMMA | F_VAR  # adds events or an HGMMA group (as does setting a scoreboard)
+_BEFORE = C_WAIT | F_DEPBAR | F_GMMA_WAIT | F_NEVER | F_SHARED  # handled before the reads
+_OWN = F_VAR | C_SETS  # adds events
+_AFTER = _OWN | F_GMMA | F_BAR_SYNC  # own effects other than a fixed-latency result
 
-# An event inside the checker: (idx, sb, kind, queue, units mask, guard, guard_neg), Event's fields.
-_IDX, _SB, _KIND, _QUEUE, _UNITS, _GUARD, _NEG = range(7)
+# An event inside the checker: (idx, sb, kind, queue, units mask, guard, guard_neg), Event's fields, and
+# its scoreboard bit (0 for none).
+_IDX, _SB, _KIND, _QUEUE, _UNITS, _GUARD, _NEG, _BIT = range(8)
 
 
 class _St:
     """The checker's state: :class:`State` with int masks (``wm``/``am``: units of W / all events)."""
 
-    __slots__ = ("events", "fixed", "groups", "og", "bar", "cycle", "wm", "am")
+    __slots__ = ("events", "fixed", "groups", "og", "bar", "cycle", "wm", "am", "neg")
 
     def __init__(self, events: tuple = (), fixed: dict | None = None, groups: tuple = (), og=None, bar=None):  # noqa: ANN001
         self.events = events
@@ -95,20 +101,34 @@ class _St:
         self.bar = bar
         self.cycle = 0
         self.wm = self.am = 0
+        self.neg = False  # some event has no scoreboard
 
     def copy(self) -> _St:
         st = _St(self.events, dict(self.fixed), self.groups, self.og, self.bar)
-        st.cycle, st.wm, st.am = self.cycle, self.wm, self.am
+        st.cycle, st.wm, st.am, st.neg = self.cycle, self.wm, self.am, self.neg
         return st
 
 
-def _masks(events: tuple) -> tuple[int, int]:
+def _masks(events: tuple) -> tuple[int, int, bool]:
+    """(units of W events, units of all events, whether one has no scoreboard)."""
     wm = am = 0
+    neg = False
     for e in events:
         am |= e[_UNITS]
         if e[_KIND] == "W":
             wm |= e[_UNITS]
-    return wm, am
+        if not e[_BIT]:
+            neg = True
+    return wm, am, neg
+
+
+def _wait(events: tuple, wait: int) -> tuple:
+    """``events`` after a wait on the scoreboards in mask ``wait`` when none of them is scoreboard-less
+    (see :func:`_complete`): the waited ones go, and the read events of the writes among them."""
+    w_idx = {e[_IDX] for e in events if e[_BIT] & wait and e[_KIND] == "W"}
+    if w_idx:
+        return tuple(e for e in events if not (e[_BIT] & wait or (e[_KIND] == "R" and e[_IDX] in w_idx)))
+    return tuple(e for e in events if not e[_BIT] & wait)
 
 
 def _low(mask: int) -> int:
@@ -146,7 +166,7 @@ def _normalise(st: _St, maxlat: dict[str, int]) -> _St:
     if st.bar is not None and t - st.bar[1] < get("__bar__", 0):
         bar = (st.bar[0], st.bar[1] - t)
     out = _St(st.events, fixed, st.groups, st.og, bar)
-    out.wm, out.am = st.wm, st.am
+    out.wm, out.am, out.neg = st.wm, st.am, st.neg
     return out
 
 
@@ -163,7 +183,7 @@ def _join(a: _St, b: _St) -> _St:
     if b.og is not None:
         og = b.og if og is None else (og[0], og[1] | b.og[1])
     out = _St(_merge_ordered(a.events, b.events), fixed, _merge_ordered(a.groups, b.groups), og, bar)
-    out.wm, out.am = _masks(out.events)
+    out.wm, out.am, out.neg = _masks(out.events)
     return out
 
 
@@ -298,13 +318,11 @@ class Checker:
         self._entry = entry  # type: ignore[assignment]
         self._public = None
         # In node order, each node's field and yield rules first (as a reporting pass would add them).
-        ctx = p.ctx
-        mny = 99 if ctx.max_noyield is None else ctx.max_noyield
-        facts = p.facts
+        facts, cts = p.facts, p.cts
         tagged = [
             (i, 0, f)
-            for i, (_w, _r, _s, stall, _x, yld, errs) in enumerate(p.cts)
-            if errs or stall == 0 or (stall > mny and not yld) or (yld and facts[i].s.has_reuse)
+            for i in p.syn
+            if cts[i][0] & C_SYN or facts[i].fb & F_REUSE
             for f in self._syntax_rules(i)
         ]
         tagged += [(i, 1, f) for lst in found for i, f in lst]
@@ -351,32 +369,40 @@ class Checker:
         facts = p.facts
         cts = p.cts
         events, fixed, groups, og, bar, cycle = st.events, st.fixed, st.groups, st.og, st.bar, st.cycle
-        wm, am = st.wm, st.am
+        wm, am, neg = st.wm, st.am, st.neg
         slow = self.horizon or self.observer
         fget = fixed.get
         from_entry = {e[_IDX] for e in events}  # the only events a node of this block may already own
+        gmma = bool(groups or og)
         for i in range(b.start, b.end):
-            wait, rsb, wsb, stall, sets, _y, _e = cts[i]
+            cf, rsb, wsb, stall, wait = cts[i]
             f = facts[i]
-            fb = f.fb
-            # 1. waits
-            if wait and events:
-                done = [q for q, e in enumerate(events) if e[_SB] >= 0 and wait >> e[_SB] & 1]
-                if done:
-                    events = _complete(events, done)
-                    wm, am = _masks(events)
-            if fb & _RARE:
-                if fb & F_DEPBAR:
+            fl = cf | f.fb
+            if fl & _BEFORE:
+                # 1. waits
+                if fl & C_WAIT and events:
+                    if neg:
+                        done = [q for q, e in enumerate(events) if e[_BIT] & wait]
+                        if done:
+                            events = _complete(events, done)
+                            wm, am, neg = _masks(events)
+                    else:
+                        kept = _wait(events, wait)
+                        if len(kept) != len(events):
+                            events = kept
+                            wm, am, neg = _masks(events)
+                if fl & F_DEPBAR:
                     events = self._depbar(i, f, events, out)
-                    wm, am = _masks(events)
-                if fb & F_GMMA_WAIT:
-                    keep = f.s.gmma_keep
+                    wm, am, neg = _masks(events)
+                if fl & F_GMMA_WAIT:
+                    keep = f.gmma_keep
                     groups = groups[len(groups) - keep :] if keep else ()
-                if fb & F_NEVER:
+                    gmma = bool(groups or og)
+                if fl & F_NEVER:
                     cycle += stall
                     continue
                 # 2. BAR.SYNC -> shared memory distance
-                if fb & F_SHARED and bar is not None:
+                if fl & F_SHARED and bar is not None:
                     if self.horizon and out is not None:
                         self.bar_gaps_seen.append(cycle - bar[1])
                         bar = None
@@ -384,52 +410,70 @@ class Checker:
                         out.append((i, self._bar(i, cycle, bar)))
             # 3. reads
             um = f.use_mask
-            check_var = um & wm
-            if check_var or fixed:
-                nx = f.nx
-                for slot, add, kind, need in f.uo:
-                    u = nx[slot] + add
-                    if check_var and wm >> u & 1:
-                        self._raw_var(out, i, f, events, u)
-                    if fixed:
-                        fx = fget(u)
-                        if fx is None:
-                            continue
-                        if slow:
-                            self._raw_fixed_hooked(out, i, cycle, fx, u, kind)
-                        elif cycle - fx[1] < need[fx[2]] and out is not None:
+            if slow:
+                self._reads_hooked(out, i, f, events, wm, fixed, cycle)
+            else:
+                if um & wm:
+                    nx = f.nx
+                    for slot, add, _k, _n in f.uo:
+                        if wm >> (nx[slot] + add) & 1:
+                            self._raw_var(out, i, f, events, nx[slot] + add)
+                if fixed:
+                    nx = f.nx
+                    for slot, add, kind, need in f.uo:
+                        fx = fget(nx[slot] + add)
+                        if fx is not None and cycle - fx[1] < need[fx[2]]:
                             pf = facts[fx[0]]
                             pg = pf.guard
                             if pg is None or f.guard != pg or f.s.guard_neg == pf.s.guard_neg:
-                                out.append((i, self._raw_fixed(i, cycle, fx, u, kind)))
+                                out.append((i, self._raw_fixed(i, cycle, fx, nx[slot] + add, kind)))
             # 4. writes: WAR / WAW against pending events
             dm = f.def_mask
             if dm & am:
                 self._overwrites(out, i, f, events)
             # 5. HGMMA registers in flight
-            if (groups or og) and not fb & F_GMMA:
+            if gmma and not fl & F_GMMA:
                 self._in_flight(out, i, dm | um, groups, og)
             # 6. own effects
-            if fb & _OWN or sets:
-                if fb & F_GMMA:
+            if fl & _AFTER:
+                if fl & (_OWN | F_GMMA):  # a result that is not a fixed-latency one
+                    nx = f.nx
+                    for slot, add in f.ds:
+                        fixed.pop(nx[slot] + add, None)
+                if fl & F_GMMA:
                     units = (dm | um) & R_MASK
                     og = (i, units if og is None else og[1] | units)
-                    if fb & F_GSB0:
+                    if fl & F_GSB0:
                         groups = (*groups, og)
                         og = None
-                    nx = f.nx
-                    for slot, add in f.ds:
-                        fixed.pop(nx[slot] + add, None)
-                else:
-                    nx = f.nx
-                    for slot, add in f.ds:
-                        fixed.pop(nx[slot] + add, None)
-                    new = self._events(i, f, rsb, wsb)
-                    if new:
-                        if i in from_entry:
-                            events = tuple(e for e in events if e[_IDX] != i)
-                        events = (*events, *new)
-                        wm, am = _masks(events)
+                    gmma = True
+                elif fl & _OWN:
+                    s = f.s
+                    queue = s.queue or f"#{i}"  # no queue: never completed by another op
+                    write = fl & F_VAR or wsb is not None
+                    if i in from_entry and (rsb is not None or (write and (wsb is not None or dm))):
+                        # its events from the previous run of a loop are replaced
+                        events = tuple(e for e in events if e[_IDX] != i)
+                        wm, am, neg = _masks(events)
+                    if write:
+                        if wsb is not None:
+                            events = (*events, (i, wsb, "W", queue, dm, f.guard, s.guard_neg, 1 << wsb))
+                            wm |= dm
+                            am |= dm
+                        elif dm:
+                            events = (*events, (i, -1, "W", queue, dm, f.guard, s.guard_neg, 0))
+                            wm |= dm
+                            am |= dm
+                            neg = True
+                    if rsb is not None:
+                        # Guards, predicates and uniform registers are read at issue; only GPRs are read late.
+                        late = um & R_MASK
+                        events = (*events, (i, rsb, "R", queue, late, f.guard, s.guard_neg, 1 << rsb))
+                        am |= late
+                elif dm:
+                    self._fixed_writes(fixed, i, f, cycle)
+                if fl & F_BAR_SYNC:
+                    bar = (i, cycle)
             elif dm:
                 pipe = f.dp
                 nx = f.nx
@@ -440,17 +484,45 @@ class Checker:
                 else:
                     for slot, add, pipe in f.s.dst_occ:
                         fixed[nx[slot] + add] = (i, cycle, pipe)
-            if fb & F_BAR_SYNC:
-                bar = (i, cycle)
             cycle += stall
         st.events, st.fixed, st.groups, st.og, st.bar, st.cycle = events, fixed, groups, og, bar, cycle
-        st.wm, st.am = wm, am
+        st.wm, st.am, st.neg = wm, am, neg
         return st
+
+    def _reads_hooked(
+        self, out: list | None, i: int, f, events: tuple, wm: int, fixed: dict, cycle: int
+    ) -> None:  # noqa: ANN001
+        """The reads with the table builder's hooks: per source unit the pending-write check, then the
+        fixed-latency one (the order the observer has always seen)."""
+        check_var = f.use_mask & wm
+        if not (check_var or fixed):
+            return
+        nx = f.nx
+        for slot, add, kind, _need in f.uo:
+            u = nx[slot] + add
+            if check_var and wm >> u & 1:
+                self._raw_var(out, i, f, events, u)
+            if fixed:
+                fx = fixed.get(u)
+                if fx is not None:
+                    self._raw_fixed_hooked(out, i, cycle, fx, u, kind)
+
+    @staticmethod
+    def _fixed_writes(fixed: dict, i: int, f, cycle: int) -> None:  # noqa: ANN001
+        nx = f.nx
+        pipe = f.dp
+        if pipe is not None:
+            v = (i, cycle, pipe)
+            for slot, add in f.ds:
+                fixed[nx[slot] + add] = v
+        else:
+            for slot, add, pipe in f.s.dst_occ:
+                fixed[nx[slot] + add] = (i, cycle, pipe)
 
     def _depbar(self, i: int, f, events: tuple, out: list | None) -> tuple:  # noqa: ANN001
         """``DEPBAR.LE SBn, k``: all but the youngest k events on each named scoreboard complete."""
         s = f.s
-        keep = s.depbar_keep
+        keep = f.depbar_keep
         lines = self.p.lines
         done = []
         for sb in range(6):
@@ -466,21 +538,6 @@ class Checker:
                     out.append((i, self._finding("SASS005", i, msg, related)))
                 done.extend(on_sb[: max(0, len(on_sb) - keep)])
         return _complete(events, done) if done else events
-
-    @staticmethod
-    def _events(i: int, f, rsb: int | None, wsb: int | None) -> list[tuple]:  # noqa: ANN001
-        """The events a variable-latency or scoreboard-setting instruction adds."""
-        new = []
-        s = f.s
-        queue = s.queue or f"#{i}"  # no queue: never completed by another op
-        if f.fb & F_VAR or wsb is not None:
-            wsb = -1 if wsb is None else wsb
-            if wsb >= 0 or f.def_mask:
-                new.append((i, wsb, "W", queue, f.def_mask, f.guard, s.guard_neg))
-        if rsb is not None:
-            # Guards, predicates and uniform registers are read at issue; only GPRs are read late.
-            new.append((i, rsb, "R", queue, f.use_mask & R_MASK, f.guard, s.guard_neg))
-        return new
 
     def _bar(self, i: int, cycle: int, bar: tuple[int, int]) -> Finding:
         bl = self.p.lines[bar[0]]
@@ -698,7 +755,7 @@ def _units(mask: int) -> frozenset[int]:
 
 def _public_state(st: _St) -> State:
     out = State(
-        tuple(Event(i, sb, kind, q, _units(m), g, n) for i, sb, kind, q, m, g, n in st.events),
+        tuple(Event(i, sb, kind, q, _units(m), g, n) for i, sb, kind, q, m, g, n, _b in st.events),
         dict(st.fixed),
         tuple((g, _units(m)) for g, m in st.groups),
         None if st.og is None else (st.og[0], _units(st.og[1])),

@@ -16,10 +16,11 @@ Architecture Invariant: reads a :class:`~sass_lsp.model.Module`, never mutates i
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from dataclasses import dataclass, field
 
-from sass_lsp.isa.semantics import Effects, Semantics, Shape, unit_kind
+from sass_lsp.isa.semantics import Effects, Semantics, Shape, hole_widths, unit_kind
 from sass_lsp.model import Instruction, Label, Module
 
 _CTRL = re.compile(r"^\s*\[?\s*B([0-9-]{6}):R([0-9-]):W([0-9-]):([Y-]):S(\d+)\s*\]?\s*$")
@@ -130,6 +131,12 @@ F_BAR_SYNC = 64
 F_CALL = 128
 F_FLOW = 256  # ends a basic block: branch, exit, ret, indirect branch
 F_GSB0 = 512  # HGMMA that commits its group (gsb0)
+F_REUSE = 1024  # some source has .reuse
+# Control-code bits, in the first field of a node's control tuple (see _Ctx.ctrl_tuple), disjoint from F_*
+C_WAIT = 1 << 16  # waits on a scoreboard
+C_SETS = 1 << 17  # sets a read or write scoreboard
+C_SYN = 1 << 18  # a field rule may apply: field errors, S00, a long stall without Y
+C_YIELD = 1 << 19
 
 R_MASK = (1 << 256) - 1  # GPR units
 
@@ -165,6 +172,7 @@ class ShapeFacts:
     appended (slot ``nslots`` holds units that do not depend on a number)."""
 
     __slots__ = (
+        "shape",
         "opcode",
         "modifiers",
         "pipe",
@@ -177,6 +185,8 @@ class ShapeFacts:
         "targets",
         "indirect",
         "sb_set",
+        "le",
+        "dynamic",
         "depbar_keep",
         "gmma_keep",
         "has_reuse",
@@ -193,15 +203,12 @@ class ShapeFacts:
     )
 
     def __init__(self, shape: Shape, ctx: _Ctx) -> None:
-        opcode, mods, guard_neg, never, pipe, var, queue, flags, targets, indirect, imm, sb_set = shape.head
+        opcode, mods, guard_neg, never, pipe, var, queue, flags, indirect, sb_set = shape.head
+        self.shape = shape
         self.opcode, self.modifiers, self.pipe, self.variable, self.queue = opcode, mods, pipe, var, queue
-        self.flags, self.guard_neg, self.targets, self.indirect, self.sb_set = (
-            flags,
-            guard_neg,
-            targets,
-            indirect,
-            sb_set,
-        )
+        self.flags, self.guard_neg, self.indirect, self.sb_set = flags, guard_neg, indirect, sb_set
+        self.targets = shape.targets  # None: per text (Facts.extras)
+        imm = shape.imm
         fb = (F_NEVER if never else 0) | (F_VAR if var else 0)
         if "depbar" in flags and sb_set:
             fb |= F_DEPBAR
@@ -218,9 +225,17 @@ class ShapeFacts:
             fb |= F_FLOW
         if "gsb0" in shape.template:
             fb |= F_GSB0
+        if any(src[3] for src in shape.srcs):
+            fb |= F_REUSE
         self.fb = fb
-        self.depbar_keep = imm[0] if imm and "LE" in mods else 0
-        self.gmma_keep = imm[0] if imm else 0
+        self.le = "LE" in mods
+        # Only DEPBAR's and WARPGROUP.DEPBAR's counts and the branch targets matter to the checker.
+        self.dynamic = (imm is None and bool(fb & (F_DEPBAR | F_GMMA_WAIT))) or (
+            self.targets is None and bool(fb & F_FLOW)
+        )
+        self.depbar_keep = self.gmma_keep = 0
+        if imm is not None:
+            self.depbar_keep, self.gmma_keep = _keeps(imm, self.le)
         n = self.nslots = shape.nslots
         gslot, gbase = shape.guard
         self.guard = (n, gbase) if gslot < 0 else (gslot, gbase)  # gbase None: no guard
@@ -271,11 +286,30 @@ class ShapeFacts:
         self.def_const, self.def_var = seg_masks([dst[0] for dst in shape.dsts])
 
 
+def _keeps(imm: tuple[int, ...], le: bool) -> tuple[int, int]:
+    """(pending events a ``DEPBAR.LE`` keeps, HGMMA groups a ``WARPGROUP.DEPBAR`` keeps)."""
+    return (imm[0] if imm and le else 0), (imm[0] if imm else 0)
+
+
 class Facts:
     """One instruction text as the checker sees it (shared by every node with that text): its shape's
-    facts ``s``, register numbers ``nx`` (see :class:`ShapeFacts`), unit masks, guard unit, text length."""
+    facts ``s``, register numbers ``nx`` (see :class:`ShapeFacts`), unit masks, guard unit, text length.
+    ``x``: None, or for a shape whose counts or targets are holes this text's
+    ``(depbar keep, gmma keep, targets)``."""
 
-    __slots__ = ("s", "fb", "nx", "uo", "ds", "dp", "guard", "use_mask", "def_mask", "tlen", "reuse")
+    __slots__ = ("s", "fb", "nx", "uo", "ds", "dp", "guard", "use_mask", "def_mask", "tlen", "reuse", "x")
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return self.s.targets if self.x is None else self.x[2]
+
+    @property
+    def depbar_keep(self) -> int:
+        return self.s.depbar_keep if self.x is None else self.x[0]
+
+    @property
+    def gmma_keep(self) -> int:
+        return self.s.gmma_keep if self.x is None else self.x[1]
 
     @property
     def uses(self) -> tuple[tuple[int, str], ...]:
@@ -288,35 +322,17 @@ class Facts:
         nx = self.nx
         return tuple(nx[s] + a for s, a in self.s.dst_sa)
 
+    # reuse: ((register, tcol, nb), ...) of the .reuse sources; reuse_col gives the column
+
     @property
     def late_mask(self) -> int:
         """GPRs among the sources: read late by a memory op that sets a read scoreboard."""
         return self.use_mask & R_MASK
 
 
-def _new_facts(sf: ShapeFacts, nums: list[int], digits: list[str], text: str) -> Facts:
-    f = Facts()
-    nums.append(0)
-    f.s, f.fb, f.nx = sf, sf.fb, nums
-    f.uo, f.ds, f.dp = sf.use_occ, sf.dst_sa, sf.dst_pipe  # hot in the checker: one lookup fewer
-    gs, gb = sf.guard
-    f.guard = gb if gb is None else nums[gs] + gb
-    mask = sf.use_const
-    for slot, add, wm in sf.use_var:
-        mask |= wm << (nums[slot] + add)
-    f.use_mask = mask
-    mask = sf.def_const
-    for slot, add, wm in sf.def_var:
-        mask |= wm << (nums[slot] + add)
-    f.def_mask = mask
-    f.tlen = len(text.rstrip())
-    f.reuse = ()  # (register, 0-based column) of each .reuse source
-    if sf.reuse:
-        pre = [0]
-        for d in digits:
-            pre.append(pre[-1] + len(d))
-        f.reuse = tuple((nums[s] + a, tcol + pre[nb]) for s, a, tcol, nb in sf.reuse)
-    return f
+def reuse_col(text: str, tcol: int, nb: int) -> int:
+    """The 0-based column in ``text`` of a .reuse source (``Facts.reuse``)."""
+    return tcol + sum(hole_widths(text)[:nb]) if nb else tcol
 
 
 class _Ctx:
@@ -337,6 +353,23 @@ class _Ctx:
         self.followers = frozenset(
             sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ())
         )
+        self.ctrl_text: dict[str, tuple[Ctrl, tuple] | None] = {}  # control text -> (Ctrl, ctrl_tuple)
+        self.ctrl_of: dict[Ctrl, tuple] = {}
+
+    def ctrl_tuple(self, c: Ctrl) -> tuple[int, int | None, int | None, int, int]:
+        """(C_* flags, read sb, write sb, stall, wait mask): what the checker reads of a control code."""
+        hit = self.ctrl_of.get(c)
+        if hit is None:
+            flags = (C_WAIT if c.wait_mask else 0) | (C_YIELD if c.yield_flag else 0)
+            if c.read_sb is not None or c.write_sb is not None:
+                flags |= C_SETS
+            mny = self.max_noyield
+            if c.errors or c.stall == 0 or (mny is not None and not c.yield_flag and c.stall > mny):
+                flags |= C_SYN
+            if len(self.ctrl_of) > 4096:
+                self.ctrl_of.clear()
+            hit = self.ctrl_of[c] = (flags, c.read_sb, c.write_sb, c.stall, c.wait_mask)
+        return hit
 
     def lat_table(self, consumer: str, kind: str) -> _LatTable:
         t = self.lat.get((consumer, kind))
@@ -347,18 +380,37 @@ class _Ctx:
     def facts_of(self, texts: list[str]) -> list[Facts]:
         """Facts per text; texts not seen before are scanned together (see ``Semantics.shapes_of``)."""
         cache = self.facts
-        out = [cache.get(t) for t in texts]
-        if None in out:
-            new = [t for t in dict.fromkeys(t for t, f in zip(texts, out, strict=True) if f is None)]
+        new = [t for t in dict.fromkeys(texts) if t not in cache]
+        if new:
             if len(cache) + len(new) > 1 << 18:
                 cache.clear()
-            for text, (shape, nums, digits) in zip(new, self.sem.shapes_of(new), strict=True):
+                new = list(dict.fromkeys(texts))
+            shapes, numss = self.sem.shapes_of(new)
+            for text, shape, nums in zip(new, shapes, numss, strict=True):
                 sf = shape.memo
                 if sf is None:
                     sf = shape.memo = ShapeFacts(shape, self)
-                cache[text] = _new_facts(sf, nums, digits, text)
-            out = [cache[t] for t in texts]
-        return out
+                cache[text] = f = Facts()
+                nums.append(0)
+                f.s, f.fb, f.nx = sf, sf.fb, nums
+                f.uo, f.ds, f.dp = sf.use_occ, sf.dst_sa, sf.dst_pipe  # hot in the checker
+                gs, gb = sf.guard
+                f.guard = gb if gb is None else nums[gs] + gb
+                mask = sf.use_const
+                for slot, add, wm in sf.use_var:
+                    mask |= wm << (nums[slot] + add)
+                f.use_mask = mask
+                mask = sf.def_const
+                for slot, add, wm in sf.def_var:
+                    mask |= wm << (nums[slot] + add)
+                f.def_mask = mask
+                f.tlen = len(text.rstrip())
+                f.reuse = tuple([(nums[s] + a, tcol, nb) for s, a, tcol, nb in sf.reuse]) if sf.reuse else ()
+                f.x = None
+                if sf.dynamic:
+                    imm, targets = sf.shape.extras(text)
+                    f.x = (*_keeps(imm, sf.le), targets)
+        return [cache[t] for t in texts]
 
 
 def context(sem: Semantics) -> _Ctx:
@@ -389,55 +441,73 @@ class Program:
     bad_ctrl: list[Instruction] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     ctx: _Ctx | None = None
-    cts: list[tuple] = field(default_factory=list)  # ctrl_tuple per node
-
-
-def ctrl_tuple(c: Ctrl) -> tuple[int, int | None, int | None, int, bool, bool, bool]:
-    """(wait mask, read sb, write sb, stall, sets a scoreboard, yield, has field errors): what the checker
-    reads per node."""
-    sets = c.read_sb is not None or c.write_sb is not None
-    return (c.wait_mask, c.read_sb, c.write_sb, c.stall, sets, c.yield_flag, bool(c.errors))
-
-
-_CTRL_CACHE: dict[str, tuple[Ctrl, tuple] | None] = {}
-_CTRL_OF: dict[Ctrl, tuple] = {}
+    cts: list[tuple] = field(default_factory=list)  # _Ctx.ctrl_tuple per node
+    syn: list[int] = field(default_factory=list)  # nodes whose control code has C_SYN or C_YIELD
 
 
 def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Program:
-    lines: list[int] = []
-    ccols: list[int] = []
-    tcols: list[int] = []
-    ctrls: list[Ctrl] = []
-    cts: list[tuple] = []
-    texts: list[str] = []
+    ctx = context(sem)
     label_node: dict[str, int] = {}
-    bad: list[Instruction] = []
-    cache = _CTRL_CACHE
+    instrs: list[Instruction] = []
     for item in items:
         if isinstance(item, Instruction):
-            hit = cache.get(item.ctrl, False)
-            if hit is False:
-                if len(cache) > 4096:
-                    cache.clear()
-                ctrl = decode_ctrl(item.ctrl)
-                hit = cache[item.ctrl] = None if ctrl is None else (ctrl, ctrl_tuple(ctrl))
-            if hit is None:
-                bad.append(item)
-                continue
-            lines.append(item.line)
-            ccols.append(item.ctrl_col)
-            tcols.append(item.text_col)
-            ctrls.append(hit[0])
-            cts.append(hit[1])
-            texts.append(item.text)
+            instrs.append(item)
         elif isinstance(item, Label):
-            label_node[item.name] = len(lines)
-    ctx = context(sem)
+            label_node[item.name] = len(instrs)
+    cache = ctx.ctrl_text
+    ctrl_texts = list(map(_CTRL_TEXT, instrs))
+    hits = [cache.get(c, False) for c in ctrl_texts]
+    if False in hits:
+        if len(cache) > 4096:
+            cache.clear()
+        for c in set(ctrl_texts):
+            if cache.get(c, False) is False:
+                ctrl = decode_ctrl(c)
+                cache[c] = None if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))
+        hits = [cache[c] for c in ctrl_texts]
+    bad: list[Instruction] = []
+    if None in hits:  # undecodable control fields: those instructions are not nodes
+        bad = [it for it, h in zip(instrs, hits, strict=True) if h is None]
+        label_node = {}
+        n = 0
+        for item in items:
+            if isinstance(item, Instruction):
+                n += cache[item.ctrl] is not None
+            elif isinstance(item, Label):
+                label_node[item.name] = n
+        instrs = [it for it, h in zip(instrs, hits, strict=True) if h is not None]
+        hits = [h for h in hits if h is not None]
+    texts = list(map(_TEXT, instrs))
+    tcols = list(map(_TEXT_COL, instrs))
+    cts = [h[1] for h in hits]
     facts = ctx.facts_of(texts)
-    ends = [c + f.tlen for c, f in zip(tcols, facts, strict=True)]
-    p = Program(name, line, lines, ccols, tcols, ends, ctrls, facts, [], label_node, [], bad, texts, ctx, cts)
+    p = Program(
+        name,
+        line,
+        list(map(_LINE, instrs)),
+        list(map(_CTRL_COL, instrs)),
+        tcols,
+        [c + f.tlen for c, f in zip(tcols, facts, strict=True)],
+        [h[0] for h in hits],
+        facts,
+        [],
+        label_node,
+        [],
+        bad,
+        texts,
+        ctx,
+        cts,
+        [i for i, ct in enumerate(cts) if ct[0] & (C_SYN | C_YIELD)],
+    )
     _build_cfg(p)
     return p
+
+
+_CTRL_TEXT = operator.attrgetter("ctrl")
+_TEXT = operator.attrgetter("text")
+_TEXT_COL = operator.attrgetter("text_col")
+_CTRL_COL = operator.attrgetter("ctrl_col")
+_LINE = operator.attrgetter("line")
 
 
 def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
@@ -447,10 +517,7 @@ def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
     ctx = context(sem)
     texts = [nd.text for nd in nodes]
     ctrls = [nd.ctrl for nd in nodes]
-    of = _CTRL_OF
-    if len(of) > 4096:
-        of.clear()
-    cts = [of.get(c) or of.setdefault(c, ctrl_tuple(c)) for c in ctrls]
+    cts = [ctx.ctrl_tuple(c) for c in ctrls]
     return Program(
         k.name,
         k.section_line,
@@ -467,6 +534,7 @@ def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
         texts,
         ctx,
         cts,
+        [i for i, ct in enumerate(cts) if ct[0] & (C_SYN | C_YIELD)],
     )
 
 
@@ -508,9 +576,8 @@ def _build_cfg(p: Program) -> None:
     n = len(facts)
     leaders = {0} if n else set()
     leaders.update(i for i in p.label_node.values() if i < n)
-    for i, f in enumerate(facts):
-        if f.fb & F_FLOW and i + 1 < n:
-            leaders.add(i + 1)
+    leaders.update([i + 1 for i, f in enumerate(facts) if f.fb & F_FLOW])
+    leaders.discard(n)
     starts = sorted(leaders)
     block_of = [0] * n
     blocks = p.blocks
@@ -546,7 +613,7 @@ def _build_cfg(p: Program) -> None:
         elif "branch" in flags:
             div = {"DIV", "CONV", "ANY"} & set(s.modifiers)
             falls = conditional or bool(div)
-            for t in s.targets:
+            for t in f.targets:
                 if t in label_node and label_node[t] < n:
                     succ.append(block_of[label_node[t]])
                 else:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import operator
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -187,32 +186,34 @@ class Semantics:
     def effects(self, text: str) -> Effects:
         hit = self._eff.get(text)
         if hit is None:
-            shape, nums, digits = self.shape_of(text)
-            hit = shape.effects(nums, digits)
+            shape, nums = self.shape_of(text)
+            hit = shape.effects(text, nums)
             if len(self._eff) >= _CACHE_MAX:
                 self._eff.clear()
             self._eff[text] = hit
         return hit
 
-    def shape_of(self, text: str) -> tuple[Shape, list[int], list[str]]:
-        """``(shape, register numbers, their digits)`` of one instruction text (see :class:`Shape`)."""
-        if _HOLE in text:
-            return self._own_shape(text), [], []
-        parts = _TOK.split(text)
-        digits = parts[2::3]
-        parts[2::3] = [_HOLE] * len(digits)
-        return self._resolve(text, "".join(parts), digits)
+    def shape_of(self, text: str) -> tuple[Shape, list[int]]:
+        """``(shape, register numbers)`` of one instruction text (see :class:`Shape`)."""
+        shapes, nums = self.shapes_of([text])
+        return shapes[0], nums[0]
 
-    def shapes_of(self, texts: list[str]) -> list[tuple[Shape, list[int], list[str]]]:
-        """:meth:`shape_of` for many texts at once (the register numbers are found in one pass)."""
+    def shapes_of(self, texts: list[str]) -> tuple[list[Shape], list[list[int]]]:
+        """The shape and register numbers of many texts (found in one pass): two lists aligned with
+        ``texts``; each numbers list is the caller's."""
         joined = "\n".join(texts)
-        if _HOLE in joined or joined.count("\n") != len(texts) - 1:
-            return [self.shape_of(t) for t in texts]
-        parts = _TOK.split(joined)
-        digits = parts[2::3]
-        parts[2::3] = [_HOLE] * len(digits)
-        out: list[tuple[Shape, list[int], list[str]]] = []
-        append = out.append
+        if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
+            if len(texts) == 1:
+                return [self._own_shape(texts[0])], [[]]
+            pairs = [self.shape_of(t) for t in texts]
+            return [sh for sh, _n in pairs], [n for _s, n in pairs]
+        parts = _TOK.split(_HEX.sub(_HEX_HOLE, _LAB.sub(_LAB_HOLE, joined)))
+        nums_all = [*map(int, parts[2::3])]
+        parts[2::3] = [_HOLE] * len(nums_all)
+        big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
+        shapes_out: list[Shape] = []
+        nums_out: list[list[int]] = []
+        add_shape, add_nums = shapes_out.append, nums_out.append
         shapes = self._shapes
         pos = 0
         for text, template in zip(texts, "".join(parts).split("\n"), strict=True):
@@ -221,46 +222,38 @@ class Semantics:
                 shape = self._new_shape(text, template)
             if shape is None:
                 pos += template.count(_HOLE)
-                append((self._own_shape(text), [], []))
+                add_shape(self._own_shape(text))
+                add_nums([])
                 continue
             n = shape.nslots
             if not n:
-                append((shape, [], []))
+                add_shape(shape)
+                add_nums([])
                 continue
-            ds = digits[pos : pos + n]
+            nums = nums_all[pos : pos + n]
             pos += n
-            nums = [*map(int, ds)]
-            if all(map(_le, nums, shape.caps)):
-                append((shape, nums, ds))
+            for k, cap in shape.all_caps if big else shape.tight:
+                if nums[k] > cap:
+                    add_shape(self._own_shape(text))
+                    add_nums([])
+                    break
             else:
-                append((self._own_shape(text), [], []))
-        return out
-
-    def _resolve(self, text: str, template: str, digits: list[str]) -> tuple[Shape, list[int], list[str]]:
-        shape = self._shapes.get(template, _MISSING)
-        if shape is _MISSING:
-            shape = self._new_shape(text, template)
-        if shape is None:
-            return self._own_shape(text), [], []
-        if not shape.nslots:
-            return shape, [], []
-        nums = [*map(int, digits)]
-        if all(map(_le, nums, shape.caps)):
-            return shape, nums, digits
-        return self._own_shape(text), [], []
+                add_shape(shape)
+                add_nums(nums)
+        return shapes_out, nums_out
 
     def _new_shape(self, text: str, template: str) -> Shape | None:
         """The shape of ``template`` scanned from ``text``; None if the template has none. A text with a
         number beyond its slot's cap cannot stand for the template (its spans are clipped): None, and the
         template stays unknown."""
-        eff, cons, dst_rng, src_rng = _scan(self, text)
-        tokens = [(m.start(2), m.group(2)) for m in _TOK.finditer(text)]
+        tokens = _tokens(text)
         try:
-            shape = Shape(template, eff, cons, dst_rng, src_rng, tokens)
+            shape = Shape(template, _scan(self, text), tokens)
         except _NotAShape:
             shape = None
         else:
-            if any(int(d) > cap for (_s, d), cap in zip(tokens, shape.caps, strict=True)):
+            nums = [int(t) for _p, t, is_reg in tokens if is_reg]
+            if any(n > cap for n, cap in zip(nums, shape.caps, strict=True)):
                 return None
         if len(self._shapes) >= _CACHE_MAX:
             self._shapes.clear()
@@ -268,10 +261,10 @@ class Semantics:
         return shape
 
     def _own_shape(self, text: str) -> Shape:
-        """The shape of one text on its own (no register numbers to vary)."""
+        """The shape of one text on its own (no holes)."""
         shape = self._own.get(text)
         if shape is None:
-            shape = Shape(text, *_scan(self, text), [])
+            shape = Shape(text, _scan(self, text), [])
             if len(self._own) >= _CACHE_MAX:
                 self._own.clear()
             self._own[text] = shape
@@ -413,18 +406,35 @@ def _conv_widths(opcode: str, mods: tuple[str, ...]) -> tuple[int, int]:
     return (2 if dst_t == 64 else 1), (2 if src_t == 64 else 1)
 
 
-def _scan(sem: Semantics, text: str) -> tuple[Effects, list, list, list]:
-    """Scan one instruction text: its :class:`Effects`, plus where each register number was read.
+@dataclass
+class _Scan:
+    """One scanned text: its :class:`Effects` and where the scanner read what (positions in the text).
 
-    Returns ``(effects, cons, dst_ranges, src_ranges)``: ``cons`` lists every register index read as
-    ``(position in text, kind, width, units)`` (position -1: units named without a number, ``PR``);
-    operand ``i`` of ``effects.dsts`` (``srcs``) took its units from ``cons[a:b]`` with
-    ``(a, b) = dst_ranges[i]`` (``src_ranges[i]``). :class:`Shape` uses them to re-number registers
-    without scanning again.
+    ``cons``: every register index read, as ``(position, kind, width, units)`` (position -1: units named
+    without a number, ``PR``); operand ``i`` of ``eff.dsts`` (``srcs``) took its units from
+    ``cons[a:b]`` with ``(a, b) = dst_rng[i]`` (``src_rng[i]``). ``imm_at``: ``(position of the hex
+    digits, negative)`` per ``eff.imm`` entry; ``target_at``: position of each target label;
+    ``mem``: ``(start, end)`` of each memory operand. :class:`Shape` uses them to re-number registers
+    and re-read immediates and labels without scanning again.
     """
+
+    eff: Effects
+    cons: list[tuple[int, str, int, tuple[int, ...]]]
+    dst_rng: list[tuple[int, int]]
+    src_rng: list[tuple[int, int]]
+    imm_at: list[tuple[int, bool]]
+    target_at: list[int]
+    mem: list[tuple[int, int]]
+
+
+def _scan(sem: Semantics, text: str) -> _Scan:
+    """Scan one instruction text (see :class:`_Scan`)."""
     cons: list[tuple[int, str, int, tuple[int, ...]]] = []
     dst_rng: list[tuple[int, int]] = []
     src_rng: list[tuple[int, int]] = []
+    imm_at: list[tuple[int, bool]] = []
+    target_at: list[int] = []
+    mem: list[tuple[int, int]] = []
     body = text.split("//", 1)[0]
     indirect: tuple[str, ...] = ()
     cut = shift = 0  # body positions >= cut are text positions - shift (an annotation was cut out)
@@ -450,7 +460,7 @@ def _scan(sem: Semantics, text: str) -> tuple[Effects, list, list, list]:
     om = _OPC.match(body, pos)
     if not om:
         eff = Effects("?", (), guard, guard_neg, never, (), (), "unknown", False, None)
-        return eff, cons, dst_rng, src_rng
+        return _Scan(eff, cons, dst_rng, src_rng, imm_at, target_at, mem)
     opcode = om.group(1)
     mods = tuple(x for x in om.group(2).split(".") if x)
     rest_col = om.end()
@@ -488,9 +498,11 @@ def _scan(sem: Semantics, text: str) -> tuple[Effects, list, list, list]:
             lm = _LABEL.match(op)
             if lm:
                 targets.append(lm.group(1))
+                target_at.append(col + 2)
             continue
         if _INT.match(op):
             imms.append(int(op, 16))
+            imm_at.append((col + op.index("x") + 1, op.startswith("-")))
             if not is_dst:
                 src_idx += 1
             continue
@@ -515,6 +527,7 @@ def _scan(sem: Semantics, text: str) -> tuple[Effects, list, list, list]:
                 src_rng.append((first, first + 1))
             continue
         if "[" in op:
+            mem.append((col, col + len(op)))
             srcs.append(Operand(_mem_units(op, col, ops, cons), "addr", col=col))
             src_rng.append((first, len(cons)))
             if not is_dst:
@@ -563,9 +576,16 @@ def _scan(sem: Semantics, text: str) -> tuple[Effects, list, list, list]:
         frozenset(u for o in dsts for u in o.units),
         frozenset(u for o in srcs for u in o.units),
     )
-    if shift:
-        cons = [(p + shift if p >= cut else p, *rest) for p, *rest in cons]
-    return eff, cons, dst_rng, src_rng
+    if shift:  # back to text positions
+
+        def at(p: int) -> int:
+            return p + shift if p >= cut else p
+
+        cons = [(at(p), *rest) for p, *rest in cons]
+        imm_at = [(at(p), neg) for p, neg in imm_at]
+        target_at = [at(p) for p in target_at]
+        mem = [(at(a), at(b)) for a, b in mem]
+    return _Scan(eff, cons, dst_rng, src_rng, imm_at, target_at, mem)
 
 
 @functools.lru_cache(maxsize=1 << 10)
@@ -577,38 +597,89 @@ def _effects(arch: str, text: str) -> Effects:
 
 # ---------------------------------------------------------------- shapes
 
-# A register number in instruction text: R12, UR4, P0, UP1 (no leading zeros; the letter is not part of
-# a longer word). Group 1 is the letter, group 2 the digits. Written to start with the letter so that the
-# regex engine skips ahead quickly; ASCII word boundaries (a text with other letters gets its own shape).
+# Holes in an instruction text, the parts a shape leaves open:
+# - a register number: R12, UR4, P0, UP1 (no leading zeros; the letter not part of a longer word). Group 1
+#   is the letter, group 2 the digits; the regex starts with the letter so the engine skips ahead quickly.
+# - the digits of a hex literal (0x1f): ``_HEX``;
+# - the name of a label (`(.L_x_3); word characters, dots and $ only, so that no name changes how the
+#   scanner splits operands): ``_LAB``. Labels are found first: what is inside one belongs to it.
+# ASCII word boundaries: a text with other letters may get a shape of its own, never a wrong one.
 _TOK = re.compile(r"([RP])(?:(?<![\w][RP])|(?<=U[RP])(?<![\w]U[RP]))(0|[1-9][0-9]*)(?![\w])", re.ASCII)
-_HOLE = "\x00"  # a register number in a shape's template
+_HEX = re.compile(r"0x[0-9a-fA-F]+(?![\w])", re.ASCII)
+_LAB = re.compile(r"`\([\w.$]+(?=\))", re.ASCII)
+_HOLE = "\x00"  # a register number in a template
+_OHOLE = "\x01"  # hex digits or a label in a template
+_HEX_HOLE = "0x" + _OHOLE
+_LAB_HOLE = "`(" + _OHOLE
 _MISSING = object()
-_le = operator.le
 _CACHE_MAX = 1 << 18
+_R_CAP = ZERO_INDEX["R"] - 1  # the cap of a one-register GPR slot
+
+
+def _masked(m: re.Match) -> str:
+    return "`(" + _OHOLE * (m.end() - m.start() - 2)
+
+
+def _tokens(text: str) -> list[tuple[int, str, bool]]:
+    """Every hole of ``text`` as ``(position, text, is a register number)``, in text order."""
+    labels = [(m.start() + 2, m.group()[2:], False) for m in _LAB.finditer(text)]
+    if labels:
+        text = _LAB.sub(_masked, text)  # same positions, nothing inside a label left to find
+    hexes = [(m.start() + 2, m.group()[2:], False) for m in _HEX.finditer(text)]
+    regs = [(m.start(2), m.group(2), True) for m in _TOK.finditer(text)]
+    if labels or hexes:
+        return sorted(labels + hexes + regs) if regs else sorted(labels + hexes)
+    return regs
 
 
 class Shape:
-    """What the scanner finds in every instruction text that differs from ``template`` only in register
-    numbers (``template``: the text with each number replaced by ``\\x00``; ``nums``: the numbers in order).
+    """What the scanner finds in every instruction text that differs from ``template`` only in its holes:
+    register numbers (``nums``, in order), hex digits and label names (see :func:`_template`).
 
     Operand units are segments ``(slot, base, width)``, the registers ``base + nums[slot]`` onwards, or
     ``(-1, units, 0)`` for units that do not depend on a number. ``caps[k]``: the largest number slot ``k``
     may hold (beyond it the scanner would clip the span or read the zero register, so such a text gets a
-    shape of its own). A shape with ``nslots == 0`` stands for one text; ``const`` is its :class:`Effects`.
-    ``memo`` is free for consumers to cache what they derive from a shape (the hazard checker does).
+    shape of its own). ``imm``/``targets``: the fixed values, or None when they come from holes (then
+    :meth:`extras` reads them). A shape with no holes stands for one text; ``const`` is its
+    :class:`Effects`. ``memo`` is free for consumers to cache what they derive from a shape (the hazard
+    checker does).
     """
 
-    __slots__ = ("template", "nslots", "caps", "head", "guard", "dsts", "srcs", "const", "memo")
+    __slots__ = (
+        "template",
+        "nslots",
+        "caps",
+        "all_caps",
+        "tight",
+        "head",
+        "imm",
+        "targets",
+        "imm_spec",
+        "target_spec",
+        "guard",
+        "dsts",
+        "srcs",
+        "const",
+        "memo",
+    )
 
-    def __init__(self, template: str, eff: Effects, cons: list, dst_rng: list, src_rng: list, tokens: list):
+    def __init__(self, template: str, scan: _Scan, tokens: list[tuple[int, str, bool]]) -> None:
+        eff = scan.eff
         self.template = template
         self.memo = None
-        slot_at = {start: k for k, (start, _d) in enumerate(tokens)}
+        reg_at: dict[int, int] = {}  # position -> register slot
+        other_at: dict[int, int] = {}  # position -> index among the other holes
+        for pos, _t, is_reg in tokens:
+            if is_reg:
+                reg_at[pos] = len(reg_at)
+            else:
+                other_at[pos] = len(other_at)
+        n = len(reg_at)
         segs = []
-        kinds: list[str | None] = [None] * len(tokens)
-        caps = [0] * len(tokens)
-        for pos, kind, w, units in cons:
-            k = slot_at.get(pos)
+        kinds: list[str | None] = [None] * n
+        caps = [0] * n
+        for pos, kind, w, units in scan.cons:
+            k = reg_at.get(pos)
             if k is None:
                 segs.append((-1, units, 0))
                 continue
@@ -617,8 +688,23 @@ class Shape:
             segs.append((k, UNIT_BASE[kind], w))
         if None in kinds:
             raise _NotAShape  # a number the scanner did not read as a register (inside a label, ...)
-        self.nslots = len(tokens)
+        # Every other hole is an immediate, a label, or inside a memory operand (offsets, banks).
+        used = {p for p, _neg in scan.imm_at} | set(scan.target_at)
+        for pos in other_at:
+            if pos not in used and not any(a <= pos < b for a, b in scan.mem):
+                raise _NotAShape
+        self.imm_spec = tuple(
+            (other_at.get(p, -1), neg, v) for (p, neg), v in zip(scan.imm_at, eff.imm, strict=True)
+        )
+        self.target_spec = tuple(
+            (other_at.get(p, -1), t) for p, t in zip(scan.target_at, eff.targets, strict=True)
+        )
+        self.imm = None if any(j >= 0 for j, _n, _v in self.imm_spec) else eff.imm
+        self.targets = None if any(j >= 0 for j, _t in self.target_spec) else eff.targets
+        self.nslots = n
         self.caps = tuple(caps)
+        self.all_caps = tuple(enumerate(caps))
+        self.tight = tuple((k, cap) for k, cap in self.all_caps if cap < _R_CAP)  # not a plain GPR
         self.head = (
             eff.opcode,
             eff.modifiers,
@@ -628,9 +714,7 @@ class Shape:
             eff.variable,
             eff.queue,
             eff.flags,
-            eff.targets,
             eff.indirect,
-            eff.imm,
             eff.sb_set,
         )
         self.guard = (-1, eff.guard)  # (slot, base) as for segments, or (-1, the unit or None)
@@ -638,25 +722,41 @@ class Shape:
             self.guard = segs[0][:2]
 
         def where(col: int) -> tuple[int, int]:
-            before = [len(d) for start, d in tokens if start < col]
+            """(column with the holes before it empty, number of holes before it)."""
+            before = [len(t) for start, t, _r in tokens if start < col]
             return col - sum(before), len(before)
 
         self.dsts = tuple(
-            (tuple(segs[a:b]), *where(op.col), op.hi) for op, (a, b) in zip(eff.dsts, dst_rng, strict=True)
+            (tuple(segs[a:b]), *where(op.col), op.hi)
+            for op, (a, b) in zip(eff.dsts, scan.dst_rng, strict=True)
         )
         self.srcs = tuple(
             (tuple(segs[a:b]), op.role, op.slot, op.reuse, *where(op.col), op.hi)
-            for op, (a, b) in zip(eff.srcs, src_rng, strict=True)
+            for op, (a, b) in zip(eff.srcs, scan.src_rng, strict=True)
         )
         self.const = eff if not tokens else None
 
-    def effects(self, nums: list[int], digits: list[str]) -> Effects:
-        """The :class:`Effects` of the text with register numbers ``nums`` (``digits``: as written)."""
-        if not self.nslots:
+    def extras(self, text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """``(imm, targets)`` of ``text`` (one of this shape's texts)."""
+        other = [t for _p, t, is_reg in _tokens(text) if not is_reg]
+        imm = self.imm
+        if imm is None:
+            imm = tuple(
+                v if j < 0 else -int(other[j], 16) if neg else int(other[j], 16)
+                for j, neg, v in self.imm_spec
+            )
+        targets = self.targets
+        if targets is None:
+            targets = tuple(t if j < 0 else other[j] for j, t in self.target_spec)
+        return imm, targets
+
+    def effects(self, text: str, nums: list[int]) -> Effects:
+        """The :class:`Effects` of ``text`` (one of this shape's texts, register numbers ``nums``)."""
+        if self.const is not None:
             return self.const
         pre = [0]
-        for d in digits:
-            pre.append(pre[-1] + len(d))
+        for _p, t, _r in _tokens(text):
+            pre.append(pre[-1] + len(t))
         dsts = tuple(
             Operand(_seg_units(segs, nums), "dst", col=tcol + pre[nb], hi=hi)
             for segs, tcol, nb, hi in self.dsts
@@ -667,7 +767,8 @@ class Shape:
         )
         gslot, gbase = self.guard
         guard = gbase if gslot < 0 else gbase + nums[gslot]
-        opcode, mods, guard_neg, never, pipe, var, queue, flags, targets, indirect, imm, sb_set = self.head
+        opcode, mods, guard_neg, never, pipe, var, queue, flags, indirect, sb_set = self.head
+        imm, targets = self.extras(text)
         return Effects(
             opcode,
             mods,
@@ -687,6 +788,11 @@ class Shape:
             frozenset(u for o in dsts for u in o.units),
             frozenset(u for o in srcs for u in o.units),
         )
+
+
+def hole_widths(text: str) -> list[int]:
+    """The length of each hole of ``text`` in order (what shifts columns between a shape's texts)."""
+    return [len(t) for _p, t, _r in _tokens(text)]
 
 
 class _NotAShape(Exception):
