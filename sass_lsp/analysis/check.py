@@ -6,6 +6,9 @@ never mutates the module.
 
 from __future__ import annotations
 
+import itertools
+import operator
+
 from sass_lsp.analysis.findings import RULES, Finding, Related
 from sass_lsp.analysis.hazards import Checker
 from sass_lsp.analysis.program import (
@@ -14,6 +17,7 @@ from sass_lsp.analysis.program import (
     F_NEVER,
     Kernel,
     Program,
+    gc_paused,
     program_of_kernel,
     programs_of,
     reuse_col,
@@ -21,18 +25,22 @@ from sass_lsp.analysis.program import (
 from sass_lsp.isa.semantics import Semantics, load_semantics, unit_name
 from sass_lsp.model import Module
 
+_SHAPE = operator.attrgetter("s")
+
 
 def check_module(module: Module, arch: str) -> list[Finding]:
     """All findings for every kernel (``.text.<kernel>`` section) of ``module``; sorted by line."""
     sem = load_semantics(arch)
     out: list[Finding] = []
-    for p in programs_of(module, sem):
-        out.extend(check_program(p, sem))
+    with gc_paused():
+        for p in programs_of(module, sem):
+            out.extend(check_program(p, sem))
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
 
 
 def check_kernel(k: Kernel, sem: Semantics) -> list[Finding]:
-    return check_program(program_of_kernel(k, sem), sem)
+    with gc_paused():
+        return check_program(program_of_kernel(k, sem), sem)
 
 
 def check_program(p: Program, sem: Semantics) -> list[Finding]:
@@ -52,7 +60,6 @@ def _local_rules(p: Program) -> list[Finding]:
 
     out: list[Finding] = []
     facts = p.facts
-    lines, tcols, ends = p.lines, p.text_cols, p.end_cols
     for ins in p.bad_ctrl:
         out.append(
             _finding(
@@ -65,15 +72,17 @@ def _local_rules(p: Program) -> list[Finding]:
             )
         )
     for idx, why in p.unresolved:
-        out.append(_finding("SASS014", p, lines[idx], tcols[idx], ends[idx], why))
+        out.append(_finding("SASS014", p, p.lines[idx], p.text_cols[idx], p.end_cols[idx], why))
     out.extend(_unset_waits(p))
     followers = p.ctx.followers
     block_start = {b.start for b in p.blocks}
     n = len(facts)
-    some = {f for f in set(facts) if f.reuse or f.s.opcode in ("?", "LDS")}  # what the rules below look at
-    for i in [i for i, f in enumerate(facts) if f in some] if some else ():
+    shapes = list(map(_SHAPE, facts))
+    some = {sf for sf in set(shapes) if sf.reuse or sf.opcode in ("?", "LDS")}  # what the rules look at
+    for i in itertools.compress(range(n), map(some.__contains__, shapes)) if some else ():
         f = facts[i]
         s = f.s
+        lines, tcols, ends = p.lines, p.text_cols, p.end_cols
         if s.opcode == "?":
             out.append(_finding("SASS015", p, lines[i], tcols[i], ends[i], "cannot parse instruction"))
             continue
@@ -116,16 +125,16 @@ def _unset_waits(p: Program) -> list[Finding]:
     waits on scoreboards it uses elsewhere, so only the never-set case is reported)."""
     set_mask = 0
     wait_any = 0
-    for _flags, rsb, wsb, _stall, wait in set(p.cts):
+    for _flags, rsb, wsb, _stall, wait, _syn in set(p.cts):
         for sb in (wsb, rsb):
             if sb is not None:
                 set_mask |= 1 << sb
         wait_any |= wait
-    for f in set(p.facts):
-        if f.fb & F_CALL:
+    for sf in set(map(_SHAPE, p.facts)):
+        if sf.fb & F_CALL:
             return []  # a callee may set any scoreboard and return with it pending
-        if f.fb & F_DEPBAR:
-            wait_any |= f.s.sb_set
+        if sf.fb & F_DEPBAR:
+            wait_any |= sf.sb_set
     out: list[Finding] = []
     if not wait_any & ~set_mask:
         return out
@@ -153,10 +162,10 @@ def _reuse(p: Program, i: int, block_start: set[int]) -> list[Finding]:
     """Flag a .reuse whose register is overwritten here or rewritten before any further read."""
     facts = p.facts
     f = facts[i]
-    line, tcol = p.lines[i], p.text_cols[i]
     out = []
     for reg, rcol, nb in f.reuse:
         if f.def_mask >> reg & 1:
+            line, tcol = p.lines[i], p.text_cols[i]
             col = tcol + reuse_col(p.texts[i], rcol, nb)
             out.append(
                 _finding(
@@ -184,6 +193,7 @@ def _reuse(p: Program, i: int, block_start: set[int]) -> list[Finding]:
                 )
                 break
         if verdict:
+            line, tcol = p.lines[i], p.text_cols[i]
             col = tcol + reuse_col(p.texts[i], rcol, nb)
             out.append(
                 _finding(

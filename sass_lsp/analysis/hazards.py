@@ -122,13 +122,25 @@ def _masks(events: tuple) -> tuple[int, int, bool]:
     return wm, am, neg
 
 
-def _wait(events: tuple, wait: int) -> tuple:
-    """``events`` after a wait on the scoreboards in mask ``wait`` when none of them is scoreboard-less
-    (see :func:`_complete`): the waited ones go, and the read events of the writes among them."""
+def _wait(events: tuple, wait: int) -> tuple | None:
+    """``(events, W units, all units, False)`` after a wait on the scoreboards in mask ``wait`` when no
+    event is scoreboard-less (see :func:`_complete`): the waited ones go, and the read events of the
+    writes among them. None if nothing completes."""
     w_idx = {e[_IDX] for e in events if e[_BIT] & wait and e[_KIND] == "W"}
-    if w_idx:
-        return tuple(e for e in events if not (e[_BIT] & wait or (e[_KIND] == "R" and e[_IDX] in w_idx)))
-    return tuple(e for e in events if not e[_BIT] & wait)
+    kept = []
+    wm = am = 0
+    for e in events:
+        if e[_BIT] & wait:
+            continue
+        if e[_KIND] == "W":
+            wm |= e[_UNITS]
+        elif e[_IDX] in w_idx:
+            continue
+        am |= e[_UNITS]
+        kept.append(e)
+    if len(kept) == len(events):
+        return None
+    return tuple(kept), wm, am, False
 
 
 def _low(mask: int) -> int:
@@ -375,7 +387,7 @@ class Checker:
         from_entry = {e[_IDX] for e in events}  # the only events a node of this block may already own
         gmma = bool(groups or og)
         for i in range(b.start, b.end):
-            cf, rsb, wsb, stall, wait = cts[i]
+            cf, rsb, wsb, stall, wait, _syn = cts[i]
             f = facts[i]
             fl = cf | f.fb
             if fl & _BEFORE:
@@ -387,10 +399,9 @@ class Checker:
                             events = _complete(events, done)
                             wm, am, neg = _masks(events)
                     else:
-                        kept = _wait(events, wait)
-                        if len(kept) != len(events):
-                            events = kept
-                            wm, am, neg = _masks(events)
+                        after = _wait(events, wait)
+                        if after is not None:
+                            events, wm, am, neg = after
                 if fl & F_DEPBAR:
                     events = self._depbar(i, f, events, out)
                     wm, am, neg = _masks(events)

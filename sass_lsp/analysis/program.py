@@ -15,9 +15,13 @@ Architecture Invariant: reads a :class:`~sass_lsp.model.Module`, never mutates i
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
+import itertools
 import operator
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sass_lsp.isa.semantics import Effects, Semantics, Shape, hole_widths, unit_kind
@@ -141,6 +145,19 @@ C_YIELD = 1 << 19
 R_MASK = (1 << 256) - 1  # GPR units
 
 
+_SPAN_MASKS: dict[int, list[int]] = {}
+_UNITS = 512  # units are below this (see semantics.UNIT_BASE)
+
+
+def _span_masks(width: int) -> list[int]:
+    """The mask of units ``first .. first + width - 1``, indexed by ``first``."""
+    hit = _SPAN_MASKS.get(width)
+    if hit is None:
+        w = (1 << width) - 1
+        hit = _SPAN_MASKS[width] = [w << first for first in range(_UNITS)]
+    return hit
+
+
 def _kind_of(okind: str, u: int) -> str:
     """Operand kind for the latency lookup (as the checker names it)."""
     if okind == "guard":
@@ -249,8 +266,8 @@ class ShapeFacts:
                     out.extend((slot, base + j) for j in range(w))
             return out
 
-        def seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, int, int], ...]]:
-            """(mask of the fixed units, ((slot, add, (1 << width) - 1), ...)) over the operands."""
+        def seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, int, list[int]], ...]]:
+            """(mask of the fixed units, ((slot, add, span masks by first unit), ...)) over the operands."""
             const = 0
             var = []
             for segs in ops:
@@ -259,7 +276,7 @@ class ShapeFacts:
                         for u in base:
                             const |= 1 << u
                     else:
-                        var.append((slot, base, (1 << w) - 1))
+                        var.append((slot, base, _span_masks(w)))
             return const, tuple(var)
 
         use_occ = []
@@ -297,7 +314,21 @@ class Facts:
     ``x``: None, or for a shape whose counts or targets are holes this text's
     ``(depbar keep, gmma keep, targets)``."""
 
-    __slots__ = ("s", "fb", "nx", "uo", "ds", "dp", "guard", "use_mask", "def_mask", "tlen", "reuse", "x")
+    __slots__ = (
+        "s",
+        "fb",
+        "flow",
+        "nx",
+        "uo",
+        "ds",
+        "dp",
+        "guard",
+        "use_mask",
+        "def_mask",
+        "tlen",
+        "reuse",
+        "x",
+    )
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -356,8 +387,9 @@ class _Ctx:
         self.ctrl_text: dict[str, tuple[Ctrl, tuple] | None] = {}  # control text -> (Ctrl, ctrl_tuple)
         self.ctrl_of: dict[Ctrl, tuple] = {}
 
-    def ctrl_tuple(self, c: Ctrl) -> tuple[int, int | None, int | None, int, int]:
-        """(C_* flags, read sb, write sb, stall, wait mask): what the checker reads of a control code."""
+    def ctrl_tuple(self, c: Ctrl) -> tuple[int, int | None, int | None, int, int, bool]:
+        """(C_* flags, read sb, write sb, stall, wait mask, C_SYN or C_YIELD set): what the checker reads
+        of a control code."""
         hit = self.ctrl_of.get(c)
         if hit is None:
             flags = (C_WAIT if c.wait_mask else 0) | (C_YIELD if c.yield_flag else 0)
@@ -368,7 +400,8 @@ class _Ctx:
                 flags |= C_SYN
             if len(self.ctrl_of) > 4096:
                 self.ctrl_of.clear()
-            hit = self.ctrl_of[c] = (flags, c.read_sb, c.write_sb, c.stall, c.wait_mask)
+            syn = bool(flags & (C_SYN | C_YIELD))
+            hit = self.ctrl_of[c] = (flags, c.read_sb, c.write_sb, c.stall, c.wait_mask, syn)
         return hit
 
     def lat_table(self, consumer: str, kind: str) -> _LatTable:
@@ -380,6 +413,9 @@ class _Ctx:
     def facts_of(self, texts: list[str]) -> list[Facts]:
         """Facts per text; texts not seen before are scanned together (see ``Semantics.shapes_of``)."""
         cache = self.facts
+        out = list(map(cache.get, texts))
+        if None not in out:
+            return out
         new = [t for t in dict.fromkeys(texts) if t not in cache]
         if new:
             if len(cache) + len(new) > 1 << 18:
@@ -392,17 +428,17 @@ class _Ctx:
                     sf = shape.memo = ShapeFacts(shape, self)
                 cache[text] = f = Facts()
                 nums.append(0)
-                f.s, f.fb, f.nx = sf, sf.fb, nums
+                f.s, f.fb, f.flow, f.nx = sf, sf.fb, sf.fb & F_FLOW, nums
                 f.uo, f.ds, f.dp = sf.use_occ, sf.dst_sa, sf.dst_pipe  # hot in the checker
                 gs, gb = sf.guard
                 f.guard = gb if gb is None else nums[gs] + gb
                 mask = sf.use_const
-                for slot, add, wm in sf.use_var:
-                    mask |= wm << (nums[slot] + add)
+                for slot, add, spans in sf.use_var:
+                    mask |= spans[nums[slot] + add]
                 f.use_mask = mask
                 mask = sf.def_const
-                for slot, add, wm in sf.def_var:
-                    mask |= wm << (nums[slot] + add)
+                for slot, add, spans in sf.def_var:
+                    mask |= spans[nums[slot] + add]
                 f.def_mask = mask
                 f.tlen = len(text.rstrip())
                 f.reuse = tuple([(nums[s] + a, tcol, nb) for s, a, tcol, nb in sf.reuse]) if sf.reuse else ()
@@ -410,7 +446,7 @@ class _Ctx:
                 if sf.dynamic:
                     imm, targets = sf.shape.extras(text)
                     f.x = (*_keeps(imm, sf.le), targets)
-        return [cache[t] for t in texts]
+        return list(map(cache.__getitem__, texts))
 
 
 def context(sem: Semantics) -> _Ctx:
@@ -420,89 +456,148 @@ def context(sem: Semantics) -> _Ctx:
     return ctx  # type: ignore[return-value]
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one analysis call. A check of a big kernel creates tens of
+    thousands of long-lived objects (facts, states), which makes CPython run full collections over the
+    whole heap in the middle of it; the analysis builds no reference cycles, so nothing is left for the
+    collector and it resumes (if it was on) when the call returns."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 # ---------------------------------------------------------------- columnar program
 
 
-@dataclass
 class Program:
-    """One kernel in columns (index = node index); what the checker, the rules and the timeline read."""
+    """One kernel in columns (index = node index); what the checker, the rules and the timeline read.
 
-    name: str
-    section_line: int
-    lines: list[int]
-    ctrl_cols: list[int]
-    text_cols: list[int]
-    end_cols: list[int]
-    ctrls: list[Ctrl]
-    facts: list[Facts]
-    blocks: list[Block]
-    label_node: dict[str, int]
-    unresolved: list[tuple[int, str]] = field(default_factory=list)
-    bad_ctrl: list[Instruction] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    ctx: _Ctx | None = None
-    cts: list[tuple] = field(default_factory=list)  # _Ctx.ctrl_tuple per node
-    syn: list[int] = field(default_factory=list)  # nodes whose control code has C_SYN or C_YIELD
+    ``lines``, ``ctrl_cols``, ``text_cols`` and ``end_cols`` are read off ``src`` (the instructions or
+    nodes) on first use: a check that finds nothing never needs them.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        section_line: int,
+        src: list,
+        texts: list[str],
+        ctrls: list[Ctrl],
+        cts: list[tuple],
+        facts: list[Facts],
+        label_node: dict[str, int],
+        bad_ctrl: list[Instruction],
+        ctx: _Ctx,
+        end_cols: list[int] | None = None,
+    ) -> None:
+        self.name = name
+        self.section_line = section_line
+        self.src = src  # objects with .line, .ctrl_col, .text_col (Instruction or Node)
+        self.texts = texts
+        self.ctrls = ctrls
+        self.cts = cts  # _Ctx.ctrl_tuple per node
+        self.facts = facts
+        self.label_node = label_node
+        self.bad_ctrl = bad_ctrl
+        self.ctx = ctx
+        self.blocks: list[Block] = []
+        self.unresolved: list[tuple[int, str]] = []  # (node idx, why) for CFG gaps
+        self.syn = list(itertools.compress(range(len(cts)), map(_SYN, cts)))  # C_SYN or C_YIELD nodes
+        self._lines: list[int] | None = None
+        self._ccols: list[int] | None = None
+        self._tcols: list[int] | None = None
+        self._ends = end_cols
+
+    @property
+    def lines(self) -> list[int]:
+        if self._lines is None:
+            self._lines = list(map(_LINE, self.src))
+        return self._lines
+
+    @property
+    def ctrl_cols(self) -> list[int]:
+        if self._ccols is None:
+            self._ccols = list(map(_CTRL_COL, self.src))
+        return self._ccols
+
+    @property
+    def text_cols(self) -> list[int]:
+        if self._tcols is None:
+            self._tcols = list(map(_TEXT_COL, self.src))
+        return self._tcols
+
+    @property
+    def end_cols(self) -> list[int]:
+        """1-based column after the instruction text."""
+        if self._ends is None:
+            self._ends = list(map(operator.add, self.text_cols, map(_TLEN, self.facts)))
+        return self._ends
 
 
 def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Program:
+    # Column by column, in C-level passes where there is one (this runs per check on every instruction).
     ctx = context(sem)
+    is_ins = list(map(isinstance, items, itertools.repeat(Instruction)))
+    instrs: list[Instruction] = list(itertools.compress(items, is_ins))
     label_node: dict[str, int] = {}
-    instrs: list[Instruction] = []
-    for item in items:
-        if isinstance(item, Instruction):
-            instrs.append(item)
-        elif isinstance(item, Label):
-            label_node[item.name] = len(instrs)
+    if len(instrs) < len(items):  # labels: the index of the instruction they precede
+        before = list(itertools.accumulate(is_ins, initial=0))
+        for j in itertools.compress(range(len(items)), map(operator.not_, is_ins)):
+            if isinstance(items[j], Label):
+                label_node[items[j].name] = before[j]
     cache = ctx.ctrl_text
     ctrl_texts = list(map(_CTRL_TEXT, instrs))
-    hits = [cache.get(c, False) for c in ctrl_texts]
-    if False in hits:
+    hits = list(map(cache.get, ctrl_texts))
+    if None in hits:
         if len(cache) > 4096:
             cache.clear()
         for c in set(ctrl_texts):
-            if cache.get(c, False) is False:
+            if c not in cache:
                 ctrl = decode_ctrl(c)
-                cache[c] = None if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))
-        hits = [cache[c] for c in ctrl_texts]
+                cache[c] = _BAD if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))
+        hits = list(map(cache.__getitem__, ctrl_texts))
     bad: list[Instruction] = []
-    if None in hits:  # undecodable control fields: those instructions are not nodes
-        bad = [it for it, h in zip(instrs, hits, strict=True) if h is None]
+    if _BAD in hits:  # undecodable control fields: those instructions are not nodes
+        bad = [it for it, h in zip(instrs, hits, strict=True) if h is _BAD]
         label_node = {}
         n = 0
         for item in items:
             if isinstance(item, Instruction):
-                n += cache[item.ctrl] is not None
+                n += cache[item.ctrl] is not _BAD
             elif isinstance(item, Label):
                 label_node[item.name] = n
-        instrs = [it for it, h in zip(instrs, hits, strict=True) if h is not None]
-        hits = [h for h in hits if h is not None]
+        instrs = [it for it, h in zip(instrs, hits, strict=True) if h is not _BAD]
+        hits = [h for h in hits if h is not _BAD]
     texts = list(map(_TEXT, instrs))
-    tcols = list(map(_TEXT_COL, instrs))
-    cts = [h[1] for h in hits]
     facts = ctx.facts_of(texts)
     p = Program(
         name,
         line,
-        list(map(_LINE, instrs)),
-        list(map(_CTRL_COL, instrs)),
-        tcols,
-        [c + f.tlen for c, f in zip(tcols, facts, strict=True)],
-        [h[0] for h in hits],
-        facts,
-        [],
-        label_node,
-        [],
-        bad,
+        instrs,
         texts,
+        list(map(_FIRST, hits)),
+        list(map(_SECOND, hits)),
+        facts,
+        label_node,
+        bad,
         ctx,
-        cts,
-        [i for i, ct in enumerate(cts) if ct[0] & (C_SYN | C_YIELD)],
     )
     _build_cfg(p)
     return p
 
 
+_BAD = object()  # cached for an undecodable control field (not a tuple: `in` compares by identity)
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+_SYN = operator.itemgetter(5)
+_TLEN = operator.attrgetter("tlen")
+_FLOW = operator.attrgetter("flow")
 _CTRL_TEXT = operator.attrgetter("ctrl")
 _TEXT = operator.attrgetter("text")
 _TEXT_COL = operator.attrgetter("text_col")
@@ -517,25 +612,22 @@ def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
     ctx = context(sem)
     texts = [nd.text for nd in nodes]
     ctrls = [nd.ctrl for nd in nodes]
-    cts = [ctx.ctrl_tuple(c) for c in ctrls]
-    return Program(
+    p = Program(
         k.name,
         k.section_line,
-        [nd.line for nd in nodes],
-        [nd.ctrl_col for nd in nodes],
-        [nd.text_col for nd in nodes],
-        [nd.end_col for nd in nodes],
-        ctrls,
-        ctx.facts_of(texts),
-        k.blocks,
-        k.label_node,
-        k.unresolved,
-        k.bad_ctrl,
+        nodes,
         texts,
+        ctrls,
+        [ctx.ctrl_tuple(c) for c in ctrls],
+        ctx.facts_of(texts),
+        k.label_node,
+        k.bad_ctrl,
         ctx,
-        cts,
-        [i for i, ct in enumerate(cts) if ct[0] & (C_SYN | C_YIELD)],
+        [nd.end_col for nd in nodes],
     )
+    p.blocks = k.blocks
+    p.unresolved = k.unresolved
+    return p
 
 
 def programs_of(module: Module, sem: Semantics) -> list[Program]:
@@ -576,7 +668,7 @@ def _build_cfg(p: Program) -> None:
     n = len(facts)
     leaders = {0} if n else set()
     leaders.update(i for i in p.label_node.values() if i < n)
-    leaders.update([i + 1 for i, f in enumerate(facts) if f.fb & F_FLOW])
+    leaders.update(itertools.compress(range(1, n + 1), map(_FLOW, facts)))
     leaders.discard(n)
     starts = sorted(leaders)
     block_of = [0] * n

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sass_lsp.analysis.program import Kernel, Program, program_of_items, program_of_kernel
+from sass_lsp.analysis.program import (
+    C_SETS,
+    C_YIELD,
+    Kernel,
+    Program,
+    gc_paused,
+    program_of_items,
+    program_of_kernel,
+)
 from sass_lsp.isa.semantics import Semantics, load_semantics
 from sass_lsp.model import Module
 
@@ -36,12 +44,14 @@ def timeline(module: Module, arch: str, kernel: str) -> list[BlockTimeline]:
     sem = load_semantics(arch)
     for sec in module.sections:
         if sec.name.startswith(".text.") and sec.name[len(".text.") :] == kernel:
-            return program_timeline(program_of_items(kernel, sec.line, sec.items, sem), sem)
+            with gc_paused():
+                return program_timeline(program_of_items(kernel, sec.line, sec.items, sem), sem)
     return []
 
 
 def kernel_timeline(k: Kernel, sem: Semantics) -> list[BlockTimeline]:
-    return program_timeline(program_of_kernel(k, sem), sem)
+    with gc_paused():
+        return program_timeline(program_of_kernel(k, sem), sem)
 
 
 def program_timeline(p: Program, sem: Semantics) -> list[BlockTimeline]:
@@ -54,39 +64,40 @@ def program_timeline(p: Program, sem: Semantics) -> list[BlockTimeline]:
         return hit
 
     out = []
-    lines, ctrls, facts = p.lines, p.ctrls, p.facts
+    lines, cts, facts = p.lines, p.cts, p.facts
     for b in p.blocks:
         issues: list[Issue] = []
         ready: dict[int, tuple[int, int, str]] = {}  # sb -> (ready cycle, producer line, queue)
         t = 0
-        reasons: list[str] = []
+        reasons: tuple[str, ...] = ()
         for i in range(b.start, b.end):
-            c = ctrls[i]
+            flags, rsb, wsb, stall, wait, _syn = cts[i]
             line = lines[i]
             base = t
-            waited_until = base
-            if c.wait_mask and ready:
+            if wait and ready:
+                more = list(reasons)
+                waited_until = base
                 for sb in range(6):
-                    if c.wait_mask >> sb & 1 and sb in ready:
+                    if wait >> sb & 1 and sb in ready:
                         rc, pl, q = ready.pop(sb)
                         if rc > waited_until:
                             waited_until = rc
-                        reasons.append(
+                        more.append(
                             f"SB{sb} set by line {pl} ({q}, assumed {latency(q)} cycles)"
                             + (f": waits {rc - base}" if rc > base else ": already done")
                         )
-            t = waited_until
-            issues.append(Issue(line, t, t - base, tuple(reasons)))
-            if c.write_sb is not None or c.read_sb is not None:
+                reasons = tuple(more)
+                t = waited_until
+            issues.append(Issue(line, t, t - base, reasons))
+            if flags & C_SETS:
                 s = facts[i].s
-                for sb in (c.write_sb, c.read_sb):
+                for sb in (wsb, rsb):
                     if sb is not None:
-                        lat = latency(s.queue) if sb == c.write_sb else 1
+                        lat = latency(s.queue) if sb == wsb else 1
                         old = ready.get(sb, (0, 0, ""))[0]
                         ready[sb] = (max(old, t + lat), line, s.queue or s.opcode)
-            t += c.stall
-            reasons = [f"S{c.stall:02d} after line {line}"]
-            if c.yield_flag:
-                reasons.append(f"yield hint after line {line}")
+            t += stall
+            after = f"S{stall:02d} after line {line}"
+            reasons = (after, f"yield hint after line {line}") if flags & C_YIELD else (after,)
         out.append(BlockTimeline(lines[b.start], lines[b.end - 1], tuple(issues), t))
     return out
