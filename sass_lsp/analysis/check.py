@@ -6,166 +6,202 @@ never mutates the module.
 
 from __future__ import annotations
 
-from sass_lsp.analysis.findings import RULES, Finding
+import itertools
+import operator
+
+from sass_lsp.analysis.findings import RULES, Finding, Related
 from sass_lsp.analysis.hazards import Checker
-from sass_lsp.analysis.program import Kernel, kernels_of
+from sass_lsp.analysis.program import (
+    F_CALL,
+    F_DEPBAR,
+    F_NEVER,
+    Kernel,
+    Program,
+    gc_paused,
+    program_of_kernel,
+    programs_of,
+    reuse_col,
+)
 from sass_lsp.isa.semantics import Semantics, load_semantics, unit_name
 from sass_lsp.model import Module
+
+_SHAPE = operator.attrgetter("s")
 
 
 def check_module(module: Module, arch: str) -> list[Finding]:
     """All findings for every kernel (``.text.<kernel>`` section) of ``module``; sorted by line."""
     sem = load_semantics(arch)
     out: list[Finding] = []
-    for k in kernels_of(module, sem):
-        out.extend(check_kernel(k, sem))
+    with gc_paused():
+        for p in programs_of(module, sem):
+            out.extend(check_program(p, sem))
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
 
 
 def check_kernel(k: Kernel, sem: Semantics) -> list[Finding]:
-    findings = Checker(k, sem).run()
-    findings.extend(_local_rules(k, sem))
+    with gc_paused():
+        return check_program(program_of_kernel(k, sem), sem)
+
+
+def check_program(p: Program, sem: Semantics) -> list[Finding]:
+    findings = Checker(None, sem, program=p).run()
+    findings.extend(_local_rules(p))
     return findings
 
 
 def _finding(
-    code: str, k: Kernel, line: int, col: int, end_col: int, message: str, related: tuple = ()
+    code: str, p: Program, line: int, col: int, end_col: int, message: str, related: tuple = ()
 ) -> Finding:
-    return Finding(code, RULES[code].severity, line, col, line, end_col, message, related, k.name)
+    return Finding(code, RULES[code].severity, line, col, line, end_col, message, related, p.name)
 
 
-def _local_rules(k: Kernel, sem: Semantics) -> list[Finding]:
+def _local_rules(p: Program) -> list[Finding]:
     """Rules on instruction neighbourhoods: placeholders, reuse, CFG gaps, unparsable control fields."""
 
     out: list[Finding] = []
-    nodes = k.nodes
-    for ins in k.bad_ctrl:
+    facts = p.facts
+    for ins in p.bad_ctrl:
         out.append(
             _finding(
                 "SASS015",
-                k,
+                p,
                 ins.line,
                 ins.ctrl_col,
                 ins.text_col,
                 f"cannot decode control field [{ins.ctrl}]",
             )
         )
-    for idx, why in k.unresolved:
-        nd = nodes[idx]
-        out.append(_finding("SASS014", k, nd.line, nd.text_col, nd.end_col, why))
-    out.extend(_unset_waits(k))
-    followers = set(sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ()))
-    block_start = {b.start for b in k.blocks}
-    for i, nd in enumerate(nodes):
-        eff = nd.eff
-        if eff.opcode == "?":
-            out.append(_finding("SASS015", k, nd.line, nd.text_col, nd.end_col, "cannot parse instruction"))
+    for idx, why in p.unresolved:
+        out.append(_finding("SASS014", p, p.lines[idx], p.text_cols[idx], p.end_cols[idx], why))
+    out.extend(_unset_waits(p))
+    followers = p.ctx.followers
+    block_start = {b.start for b in p.blocks}
+    n = len(facts)
+    shapes = list(map(_SHAPE, facts))
+    some = {sf for sf in set(shapes) if sf.reuse or sf.opcode in ("?", "LDS")}  # what the rules look at
+    for i in itertools.compress(range(n), map(some.__contains__, shapes)) if some else ():
+        f = facts[i]
+        s = f.s
+        lines, tcols, ends = p.lines, p.text_cols, p.end_cols
+        if s.opcode == "?":
+            out.append(_finding("SASS015", p, lines[i], tcols[i], ends[i], "cannot parse instruction"))
             continue
-        if eff.never and eff.opcode == "LDS" and followers:
-            nxt = nodes[i + 1] if i + 1 < len(nodes) else None
-            prev = nodes[i - 1] if i else None
-            ok = nxt is not None and (nxt.eff.opcode in followers)
-            if ok and prev is not None and prev.eff.opcode == "LDGSTS":
+        if f.fb & F_NEVER and s.opcode == "LDS" and followers:
+            nxt = facts[i + 1].s.opcode if i + 1 < n else None
+            prev = facts[i - 1].s.opcode if i else None
+            ok = nxt is not None and (nxt in followers)
+            if ok and prev is not None and prev == "LDGSTS":
                 out.append(
                     _finding(
                         "SASS009",
-                        k,
-                        nd.line,
-                        nd.text_col,
-                        nd.end_col,
-                        f"`@!PT LDS RZ, [RZ]` placeholder directly after LDGSTS (line {prev.line}); "
+                        p,
+                        lines[i],
+                        tcols[i],
+                        ends[i],
+                        f"`@!PT LDS RZ, [RZ]` placeholder directly after LDGSTS (line {lines[i - 1]}); "
                         "ptxas places the placeholders before the LDGSTS",
                     )
                 )
             elif not ok:
-                what = nxt.eff.opcode if nxt else "the end of the kernel"
+                what = nxt if i + 1 < n else "the end of the kernel"
                 out.append(
                     _finding(
                         "SASS009",
-                        k,
-                        nd.line,
-                        nd.text_col,
-                        nd.end_col,
+                        p,
+                        lines[i],
+                        tcols[i],
+                        ends[i],
                         f"`@!PT LDS RZ, [RZ]` placeholder followed by {what}; ptxas places it directly "
                         f"before {'/'.join(sorted(followers))}",
                     )
                 )
-        reused = [o for o in eff.srcs if o.reuse and o.units]
-        if reused:
-            out.extend(_reuse(k, i, reused, block_start))
+        if f.reuse:
+            out.extend(_reuse(p, i, block_start))
     return out
 
 
-def _unset_waits(k: Kernel) -> list[Finding]:
+def _unset_waits(p: Program) -> list[Finding]:
     """SASS006: a wait on a scoreboard that no instruction of the kernel sets (ptxas also emits redundant
     waits on scoreboards it uses elsewhere, so only the never-set case is reported)."""
     set_mask = 0
-    for nd in k.nodes:
-        for sb in (nd.ctrl.write_sb, nd.ctrl.read_sb):
+    wait_any = 0
+    for _flags, rsb, wsb, _stall, wait, _syn in set(p.cts):
+        for sb in (wsb, rsb):
             if sb is not None:
                 set_mask |= 1 << sb
-        if "call" in nd.eff.flags:
+        wait_any |= wait
+    for sf in set(map(_SHAPE, p.facts)):
+        if sf.fb & F_CALL:
             return []  # a callee may set any scoreboard and return with it pending
-    out = []
-    for nd in k.nodes:
-        mask = nd.ctrl.wait_mask | (nd.eff.sb_set if "depbar" in nd.eff.flags else 0)
+        if sf.fb & F_DEPBAR:
+            wait_any |= sf.sb_set
+    out: list[Finding] = []
+    if not wait_any & ~set_mask:
+        return out
+    for i, (c, f) in enumerate(zip(p.ctrls, p.facts, strict=True)):
+        mask = c.wait_mask | (f.s.sb_set if f.fb & F_DEPBAR else 0)
+        if not mask & ~set_mask:
+            continue
         for sb in range(6):
             if mask >> sb & 1 and not set_mask >> sb & 1:
+                cc = p.ctrl_cols[i]
                 out.append(
                     _finding(
                         "SASS006",
-                        k,
-                        nd.line,
-                        nd.ctrl_col,
-                        nd.ctrl_col + 8,
-                        f"waits on SB{sb}, which no instruction of {k.name} sets",
+                        p,
+                        p.lines[i],
+                        cc,
+                        cc + 8,
+                        f"waits on SB{sb}, which no instruction of {p.name} sets",
                     )
                 )
     return out
 
 
-def _reuse(k: Kernel, i: int, reused: list, block_start: set[int]) -> list[Finding]:
+def _reuse(p: Program, i: int, block_start: set[int]) -> list[Finding]:
     """Flag a .reuse whose register is overwritten here or rewritten before any further read."""
-    from sass_lsp.analysis.findings import Related
-
-    nd = k.nodes[i]
+    facts = p.facts
+    f = facts[i]
     out = []
-    for op in reused:
-        reg = op.units[0]
-        if reg in nd.eff.def_units:
+    for reg, rcol, nb in f.reuse:
+        if f.def_mask >> reg & 1:
+            line, tcol = p.lines[i], p.text_cols[i]
+            col = tcol + reuse_col(p.texts[i], rcol, nb)
             out.append(
                 _finding(
                     "SASS010",
-                    k,
-                    nd.line,
-                    nd.text_col + op.col,
-                    nd.text_col + op.col + 2,
+                    p,
+                    line,
+                    col,
+                    col + 2,
                     f".reuse on {unit_name(reg)}, which this instruction overwrites: the cache would "
                     "hold the old value",
                 )
             )
             continue
         verdict = None
-        for j in range(i + 1, min(len(k.nodes), i + 64)):
-            nxt = k.nodes[j]
+        for j in range(i + 1, min(len(facts), i + 64)):
+            nxt = facts[j]
             if j in block_start:
                 break  # whether the cache survives a block boundary is not known: say nothing
-            if reg in nxt.eff.use_units:
+            if nxt.use_mask >> reg & 1:
                 break  # read again (the slot mapping per opcode is not modelled, so any slot counts)
-            if reg in nxt.eff.def_units:
+            if nxt.def_mask >> reg & 1:
                 verdict = (
-                    f"{unit_name(reg)} is rewritten at line {nxt.line} before any further read",
-                    nxt.line,
+                    f"{unit_name(reg)} is rewritten at line {p.lines[j]} before any further read",
+                    p.lines[j],
                 )
                 break
         if verdict:
+            line, tcol = p.lines[i], p.text_cols[i]
+            col = tcol + reuse_col(p.texts[i], rcol, nb)
             out.append(
                 _finding(
                     "SASS010",
-                    k,
-                    nd.line,
-                    nd.text_col + op.col,
-                    nd.text_col + op.col + 2,
+                    p,
+                    line,
+                    col,
+                    col + 2,
                     f".reuse on {unit_name(reg)} cannot hit: {verdict[0]}",
                     (Related(verdict[1], "next use of the slot"),),
                 )

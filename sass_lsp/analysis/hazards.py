@@ -10,6 +10,11 @@ State at a program point (worst case over paths; joins take the union / the smal
 - ``gmma``: committed HGMMA groups (tracked by ``gsb0``) and the open group's registers.
 - ``bar``: issue cycle of the last ``BAR.SYNC``.
 Distances are sums of stall fields; scoreboard waits are assumed to add no cycles (worst case).
+
+The dataflow runs on the kernel's :class:`~sass_lsp.analysis.program.Program` with register sets as int
+bit masks and events as tuples; :class:`State` / :class:`Event` (frozensets) are what ``Checker.entry``
+hands out. A block is re-run only when its entry state changed, and the findings of its last run are
+the findings (that run saw the fixed point's entry state), so there is no separate reporting pass.
 """
 
 from __future__ import annotations
@@ -17,8 +22,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sass_lsp.analysis.findings import RULES, Finding, Related
-from sass_lsp.analysis.program import Kernel, Node
-from sass_lsp.isa.semantics import Semantics, unit_kind, unit_name
+from sass_lsp.analysis.program import (
+    C_SETS,
+    C_SYN,
+    C_WAIT,
+    F_BAR_SYNC,
+    F_DEPBAR,
+    F_GMMA,
+    F_GMMA_WAIT,
+    F_GSB0,
+    F_NEVER,
+    F_REUSE,
+    F_SHARED,
+    F_VAR,
+    R_MASK,
+    Kernel,
+    Node,
+    Program,
+    kernel_of_program,
+    program_of_kernel,
+)
+from sass_lsp.isa.semantics import Semantics, unit_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +79,73 @@ class State:
 
 
 _MEM_QUEUES = frozenset({"lsu", "mio"})
+_BEFORE = C_WAIT | F_DEPBAR | F_GMMA_WAIT | F_NEVER | F_SHARED  # handled before the reads
+_OWN = F_VAR | C_SETS  # adds events
+_AFTER = _OWN | F_GMMA | F_BAR_SYNC  # own effects other than a fixed-latency result
+
+# An event inside the checker: (idx, sb, kind, queue, units mask, guard, guard_neg), Event's fields, and
+# its scoreboard bit (0 for none).
+_IDX, _SB, _KIND, _QUEUE, _UNITS, _GUARD, _NEG, _BIT = range(8)
+
+
+class _St:
+    """The checker's state: :class:`State` with int masks (``wm``/``am``: units of W / all events)."""
+
+    __slots__ = ("events", "fixed", "groups", "og", "bar", "cycle", "wm", "am", "neg")
+
+    def __init__(self, events: tuple = (), fixed: dict | None = None, groups: tuple = (), og=None, bar=None):  # noqa: ANN001
+        self.events = events
+        self.fixed = {} if fixed is None else fixed
+        self.groups = groups
+        self.og = og
+        self.bar = bar
+        self.cycle = 0
+        self.wm = self.am = 0
+        self.neg = False  # some event has no scoreboard
+
+    def copy(self) -> _St:
+        st = _St(self.events, dict(self.fixed), self.groups, self.og, self.bar)
+        st.cycle, st.wm, st.am, st.neg = self.cycle, self.wm, self.am, self.neg
+        return st
+
+
+def _masks(events: tuple) -> tuple[int, int, bool]:
+    """(units of W events, units of all events, whether one has no scoreboard)."""
+    wm = am = 0
+    neg = False
+    for e in events:
+        am |= e[_UNITS]
+        if e[_KIND] == "W":
+            wm |= e[_UNITS]
+        if not e[_BIT]:
+            neg = True
+    return wm, am, neg
+
+
+def _wait(events: tuple, wait: int) -> tuple | None:
+    """``(events, W units, all units, False)`` after a wait on the scoreboards in mask ``wait`` when no
+    event is scoreboard-less (see :func:`_complete`): the waited ones go, and the read events of the
+    writes among them. None if nothing completes."""
+    w_idx = {e[_IDX] for e in events if e[_BIT] & wait and e[_KIND] == "W"}
+    kept = []
+    wm = am = 0
+    for e in events:
+        if e[_BIT] & wait:
+            continue
+        if e[_KIND] == "W":
+            wm |= e[_UNITS]
+        elif e[_IDX] in w_idx:
+            continue
+        am |= e[_UNITS]
+        kept.append(e)
+    if len(kept) == len(events):
+        return None
+    return tuple(kept), wm, am, False
+
+
+def _low(mask: int) -> int:
+    """The smallest unit in a mask."""
+    return (mask & -mask).bit_length() - 1
 
 
 class _Horizon(dict):
@@ -78,443 +169,609 @@ def _merge_ordered(a: tuple, b: tuple) -> tuple:
     return tuple(out)
 
 
-def _normalise(st: State, sem_maxlat: dict[str, int]) -> State:
+def _normalise(st: _St, maxlat: dict[str, int]) -> _St:
     """Entry-state form: cycles relative to 0, expired fixed producers dropped."""
     t = st.cycle
-    fixed = {}
-    for u, (p, c, pipe) in (st.fixed or {}).items():
-        el = t - c
-        if el < sem_maxlat.get(pipe, 0):
-            fixed[u] = (p, -el, pipe)
+    get = maxlat.get
+    fixed = {u: (p, c - t, pipe) for u, (p, c, pipe) in st.fixed.items() if t - c < get(pipe, 0)}
     bar = None
-    if st.bar is not None and t - st.bar[1] < sem_maxlat.get("__bar__", 0):
+    if st.bar is not None and t - st.bar[1] < get("__bar__", 0):
         bar = (st.bar[0], st.bar[1] - t)
-    out = State(st.events, fixed, st.groups, st.open_group, bar, 0)
-    out.wunits, out.aunits = st.wunits, st.aunits
+    out = _St(st.events, fixed, st.groups, st.og, bar)
+    out.wm, out.am, out.neg = st.wm, st.am, st.neg
     return out
 
 
-def _join(a: State | None, b: State) -> State:
-    if a is None:
-        return b
-    fixed = dict(a.fixed or {})
-    for u, v in (b.fixed or {}).items():
+def _join(a: _St, b: _St) -> _St:
+    fixed = dict(a.fixed)
+    for u, v in b.fixed.items():
         old = fixed.get(u)
         if old is None or v[1] > old[1]:  # later issue = less elapsed = worse
             fixed[u] = v
     bar = a.bar
     if b.bar is not None and (bar is None or b.bar[1] > bar[1]):
         bar = b.bar
-    og = a.open_group
-    if b.open_group is not None:
-        og = b.open_group if og is None else (og[0], og[1] | b.open_group[1])
-    out = State((), fixed, _merge_ordered(a.groups, b.groups), og, bar, 0)
-    out.set_events(_merge_ordered(a.events, b.events))
+    og = a.og
+    if b.og is not None:
+        og = b.og if og is None else (og[0], og[1] | b.og[1])
+    out = _St(_merge_ordered(a.events, b.events), fixed, _merge_ordered(a.groups, b.groups), og, bar)
+    out.wm, out.am, out.neg = _masks(out.events)
     return out
 
 
-def _same(a: State, b: State) -> bool:
+def _same(a: _St, b: _St) -> bool:
     return (
         a.events == b.events
         and a.fixed == b.fixed
         and a.groups == b.groups
-        and a.open_group == b.open_group
+        and a.og == b.og
         and a.bar == b.bar
     )
 
 
-def _complementary(guard: int | None, neg: bool, node: Node) -> bool:
-    return guard is not None and node.eff.guard == guard and node.eff.guard_neg != neg
+def _complete(events: tuple, done: list[int]) -> tuple:
+    """``events`` without those at positions ``done`` and what their completion implies.
+
+    A finished write implies every older op of its queue finished (reads and writes); a released read
+    only implies older reads were done. Only scoreboard-less ops (sb == -1) are completed by a younger op
+    of their queue: ptxas relies on that for them; an op with its own scoreboard is complete only when
+    that scoreboard is waited on. A finished write also means the same instruction's sources were read.
+    """
+    last_w: dict[str, int] = {}
+    last_r: dict[str, int] = {}
+    w_idx = set()
+    for p in done:
+        e = events[p]
+        if e[_KIND] == "W":
+            w_idx.add(e[_IDX])
+            if last_w.get(e[_QUEUE], -1) < p:
+                last_w[e[_QUEUE]] = p
+        elif last_r.get(e[_QUEUE], -1) < p:
+            last_r[e[_QUEUE]] = p
+    dset = set(done)
+    if w_idx:
+        dset.update(q for q, e in enumerate(events) if e[_KIND] == "R" and e[_IDX] in w_idx)
+    return tuple(
+        e
+        for q, e in enumerate(events)
+        if q not in dset
+        and not (
+            e[_SB] < 0
+            and (q < last_w.get(e[_QUEUE], -1) or (e[_KIND] == "R" and q < last_r.get(e[_QUEUE], -1)))
+        )
+    )
 
 
 class Checker:
-    """Runs the dataflow over one kernel; ``findings`` is filled by :meth:`run`."""
+    """Runs the dataflow over one kernel; ``findings`` is filled by :meth:`run`.
 
-    def __init__(self, kernel: Kernel, sem: Semantics, horizon: int = 0) -> None:
+    ``program``: the kernel's columnar view when the caller already has it (then ``kernel`` may be None).
+    """
+
+    def __init__(
+        self, kernel: Kernel | None, sem: Semantics, horizon: int = 0, program: Program | None = None
+    ) -> None:
         """``horizon`` > 0 (table building only): track every fixed producer that many cycles."""
         self.k = kernel
         self.sem = sem
+        self.p = program if program is not None else program_of_kernel(kernel, sem)
+        ctx = self.p.ctx
         self.findings: dict[tuple, Finding] = {}
-        self.emit = False
-        maxlat: dict[str, int] = {}
-        for (prod, _c, _o), row in sem._lat.items():
-            maxlat[prod] = max(maxlat.get(prod, 0), row.cycles)
-        self.bar_gap = sem.param("bar_sync_to_shared") or 0
-        maxlat["__bar__"] = self.bar_gap
+        self.bar_gap = ctx.bar_gap
         self.horizon = horizon
         self.bar_gaps_seen: list[int] = []
-        if horizon:
-            maxlat = _Horizon(horizon)
-        self.maxlat = maxlat
+        self.maxlat = _Horizon(horizon) if horizon else dict(ctx.maxlat)
         self.observer = None  # optional callback(node, kind, producer, distance) for table building
+        self._entry: list[_St] = []
+        self._public: list[State] | None = None
+        self._nodes: list[Node] | None = None
+
+    @property
+    def entry(self) -> list[State]:
+        """The fixed point's state at each block entry (after :meth:`run`)."""
+        if self._public is None:
+            self._public = [_public_state(st) for st in self._entry]
+        return self._public
 
     # ---------------------------------------------------------------- driver
     def run(self) -> list[Finding]:
-        k = self.k
-        if not k.nodes:
+        p = self.p
+        if not p.facts:
             return []
-        entry: list[State | None] = [None] * len(k.blocks)
-        entry[0] = State(fixed={})
+        blocks = p.blocks
+        nb = len(blocks)
+        maxlat = self.maxlat
+        # The table builder's hooks see every run of every block and a final reporting pass, as they
+        # always have; otherwise each block's last run reports.
+        replay = bool(self.horizon or self.observer)
+        entry: list[_St | None] = [None] * nb
+        entry[0] = _St()
+        found: list[list | None] = [None] * nb
+        ran_on: list[_St | None] = [None] * nb
         work = [0]
         in_work = {0}
         n_iter = 0
-        limit = 50 * len(k.blocks) + 100
+        limit = 50 * nb + 100
+        fresh = 0
+        block = self._block
         while n_iter < limit:
             if not work:
                 # Blocks no edge reaches (subroutines entered by CALL, code after the final BRA): start them
                 # with nothing pending, as ptxas drains scoreboards before calls.
-                fresh = next((i for i, e in enumerate(entry) if e is None), None)
-                if fresh is None:
+                while fresh < nb and entry[fresh] is not None:
+                    fresh += 1
+                if fresh == nb:
                     break
-                entry[fresh] = State(fixed={})
+                entry[fresh] = _St()
                 work.append(fresh)
                 in_work.add(fresh)
             bi = work.pop()
             in_work.discard(bi)
             n_iter += 1
-            out = _normalise(self._block(bi, entry[bi].copy()), self.maxlat)
-            for s in k.blocks[bi].succs:
-                new = _join(entry[s], out) if entry[s] is not None else out
-                if entry[s] is None or not _same(new, entry[s]):
+            st = entry[bi]
+            out_list = None if replay else []
+            out = _normalise(block(bi, st.copy(), out_list), maxlat)
+            if not replay:
+                found[bi], ran_on[bi] = out_list, st
+            for s in blocks[bi].succs:
+                old = entry[s]
+                new = _join(old, out) if old is not None else out
+                if old is None or not _same(new, old):
                     entry[s] = new
                     if s not in in_work:
                         work.append(s)
                         in_work.add(s)
-        self.emit = True
-        for bi in range(len(k.blocks)):
+        for bi in range(nb):
             if entry[bi] is None:  # only when the iteration limit was hit
-                entry[bi] = State(fixed={})
-            self._block(bi, entry[bi].copy())
-        self.entry = entry
-        return sorted(self.findings.values(), key=lambda f: (f.line, f.col, f.code))
+                entry[bi] = _St()
+            if replay or ran_on[bi] is not entry[bi]:
+                found[bi] = []
+                block(bi, entry[bi].copy(), found[bi])
+        self._entry = entry  # type: ignore[assignment]
+        self._public = None
+        # In node order, each node's field and yield rules first (as a reporting pass would add them).
+        facts, cts = p.facts, p.cts
+        tagged = [
+            (i, 0, f)
+            for i in p.syn
+            if cts[i][0] & C_SYN or facts[i].fb & F_REUSE
+            for f in self._syntax_rules(i)
+        ]
+        tagged += [(i, 1, f) for lst in found for i, f in lst]
+        tagged.sort(key=lambda t: t[:2])
+        findings = self.findings
+        for _i, _phase, f in tagged:
+            findings.setdefault((f.code, f.line, f.message), f)
+        return sorted(findings.values(), key=lambda f: (f.line, f.col, f.code))
 
     # ---------------------------------------------------------------- reporting
-    def _report(
+    def _finding(
         self,
         code: str,
-        node: Node,
+        i: int,
         message: str,
         related: list[tuple[int, str]] = (),
         col: int | None = None,
         end_col: int | None = None,
-        severity: str | None = None,
-    ) -> None:
-        if not self.emit:
-            return
-        key = (code, node.line, message)
-        if key in self.findings:
-            return
-        c = col if col is not None else node.text_col
-        self.findings[key] = Finding(
+    ) -> Finding:
+        p = self.p
+        line = p.lines[i]
+        return Finding(
             code,
-            severity or RULES[code].severity,
-            node.line,
-            c,
-            node.line,
-            end_col if end_col is not None else node.end_col,
+            RULES[code].severity,
+            line,
+            col if col is not None else p.text_cols[i],
+            line,
+            end_col if end_col is not None else p.end_cols[i],
             message,
             tuple(Related(ln, m) for ln, m in related),
-            self.k.name,
+            p.name,
         )
 
-    def _where(self, idx: int) -> str:
-        nd = self.k.nodes[idx]
-        return f"{nd.eff.opcode} at line {nd.line}"
+    def _node(self, i: int) -> Node:
+        if self._nodes is None:
+            self._nodes = self.k.nodes if self.k is not None else kernel_of_program(self.p, self.sem).nodes
+        return self._nodes[i]
 
     # ---------------------------------------------------------------- transfer
-    def _block(self, bi: int, st: State) -> State:
-        b = self.k.blocks[bi]
-        nodes = self.k.nodes
+    def _block(self, bi: int, st: _St, out: list | None) -> _St:
+        """Run block ``bi`` from ``st`` (changed in place); findings go to ``out`` as ``(node, Finding)``."""
+        p = self.p
+        b = p.blocks[bi]
+        facts = p.facts
+        cts = p.cts
+        events, fixed, groups, og, bar, cycle = st.events, st.fixed, st.groups, st.og, st.bar, st.cycle
+        wm, am, neg = st.wm, st.am, st.neg
+        slow = self.horizon or self.observer
+        fget = fixed.get
+        from_entry = {e[_IDX] for e in events}  # the only events a node of this block may already own
+        gmma = bool(groups or og)
         for i in range(b.start, b.end):
-            self._step(nodes[i], st)
+            cf, rsb, wsb, stall, wait, _syn = cts[i]
+            f = facts[i]
+            fl = cf | f.fb
+            if fl & _BEFORE:
+                # 1. waits
+                if fl & C_WAIT and events:
+                    if neg:
+                        done = [q for q, e in enumerate(events) if e[_BIT] & wait]
+                        if done:
+                            events = _complete(events, done)
+                            wm, am, neg = _masks(events)
+                    else:
+                        after = _wait(events, wait)
+                        if after is not None:
+                            events, wm, am, neg = after
+                if fl & F_DEPBAR:
+                    events = self._depbar(i, f, events, out)
+                    wm, am, neg = _masks(events)
+                if fl & F_GMMA_WAIT:
+                    keep = f.gmma_keep
+                    groups = groups[len(groups) - keep :] if keep else ()
+                    gmma = bool(groups or og)
+                if fl & F_NEVER:
+                    cycle += stall
+                    continue
+                # 2. BAR.SYNC -> shared memory distance
+                if fl & F_SHARED and bar is not None:
+                    if self.horizon and out is not None:
+                        self.bar_gaps_seen.append(cycle - bar[1])
+                        bar = None
+                    elif self.bar_gap and cycle - bar[1] < self.bar_gap and out is not None:
+                        out.append((i, self._bar(i, cycle, bar)))
+            # 3. reads
+            um = f.use_mask
+            if slow:
+                self._reads_hooked(out, i, f, events, wm, fixed, cycle)
+            else:
+                if um & wm:
+                    nx = f.nx
+                    for slot, add, _k, _n in f.uo:
+                        if wm >> (nx[slot] + add) & 1:
+                            self._raw_var(out, i, f, events, nx[slot] + add)
+                if fixed:
+                    nx = f.nx
+                    for slot, add, kind, need in f.uo:
+                        fx = fget(nx[slot] + add)
+                        if fx is not None and cycle - fx[1] < need[fx[2]]:
+                            pf = facts[fx[0]]
+                            pg = pf.guard
+                            if pg is None or f.guard != pg or f.s.guard_neg == pf.s.guard_neg:
+                                out.append((i, self._raw_fixed(i, cycle, fx, nx[slot] + add, kind)))
+            # 4. writes: WAR / WAW against pending events
+            dm = f.def_mask
+            if dm & am:
+                self._overwrites(out, i, f, events)
+            # 5. HGMMA registers in flight
+            if gmma and not fl & F_GMMA:
+                self._in_flight(out, i, dm | um, groups, og)
+            # 6. own effects
+            if fl & _AFTER:
+                if fl & (_OWN | F_GMMA):  # a result that is not a fixed-latency one
+                    nx = f.nx
+                    for slot, add in f.ds:
+                        fixed.pop(nx[slot] + add, None)
+                if fl & F_GMMA:
+                    units = (dm | um) & R_MASK
+                    og = (i, units if og is None else og[1] | units)
+                    if fl & F_GSB0:
+                        groups = (*groups, og)
+                        og = None
+                    gmma = True
+                elif fl & _OWN:
+                    s = f.s
+                    queue = s.queue or f"#{i}"  # no queue: never completed by another op
+                    write = fl & F_VAR or wsb is not None
+                    if i in from_entry and (rsb is not None or (write and (wsb is not None or dm))):
+                        # its events from the previous run of a loop are replaced
+                        events = tuple(e for e in events if e[_IDX] != i)
+                        wm, am, neg = _masks(events)
+                    if write:
+                        if wsb is not None:
+                            events = (*events, (i, wsb, "W", queue, dm, f.guard, s.guard_neg, 1 << wsb))
+                            wm |= dm
+                            am |= dm
+                        elif dm:
+                            events = (*events, (i, -1, "W", queue, dm, f.guard, s.guard_neg, 0))
+                            wm |= dm
+                            am |= dm
+                            neg = True
+                    if rsb is not None:
+                        # Guards, predicates and uniform registers are read at issue; only GPRs are read late.
+                        late = um & R_MASK
+                        events = (*events, (i, rsb, "R", queue, late, f.guard, s.guard_neg, 1 << rsb))
+                        am |= late
+                elif dm:
+                    self._fixed_writes(fixed, i, f, cycle)
+                if fl & F_BAR_SYNC:
+                    bar = (i, cycle)
+            elif dm:
+                pipe = f.dp
+                nx = f.nx
+                if pipe is not None:
+                    v = (i, cycle, pipe)
+                    for slot, add in f.ds:
+                        fixed[nx[slot] + add] = v
+                else:
+                    for slot, add, pipe in f.s.dst_occ:
+                        fixed[nx[slot] + add] = (i, cycle, pipe)
+            cycle += stall
+        st.events, st.fixed, st.groups, st.og, st.bar, st.cycle = events, fixed, groups, og, bar, cycle
+        st.wm, st.am, st.neg = wm, am, neg
         return st
 
-    def _complete(self, st: State, done: list[Event]) -> None:
-        if not done:
+    def _reads_hooked(
+        self, out: list | None, i: int, f, events: tuple, wm: int, fixed: dict, cycle: int
+    ) -> None:  # noqa: ANN001
+        """The reads with the table builder's hooks: per source unit the pending-write check, then the
+        fixed-latency one (the order the observer has always seen)."""
+        check_var = f.use_mask & wm
+        if not (check_var or fixed):
             return
-        # A finished write implies every older op of its queue finished (reads and writes); a released
-        # read only implies older reads were done.
-        last_w: dict[str, int] = {}
-        last_r: dict[str, int] = {}
-        pos_of = {e: p for p, e in enumerate(st.events)}
-        for e in done:
-            p = pos_of[e]
-            last = last_w if e.kind == "W" else last_r
-            if last.get(e.queue, -1) < p:
-                last[e.queue] = p
-        # Only scoreboard-less ops (sb == -1) are completed by a younger op of their queue: ptxas relies on
-        # that for them; an op with its own scoreboard is complete only when that scoreboard is waited on.
-        # A finished write also means the same instruction's sources were read.
-        w_idx = {e.idx for e in done if e.kind == "W"}
-        dset = set(done) | {e for e in st.events if e.kind == "R" and e.idx in w_idx}
-        st.set_events(
-            tuple(
-                e
-                for p, e in enumerate(st.events)
-                if e not in dset
-                and not (
-                    e.sb < 0
-                    and (p < last_w.get(e.queue, -1) or (e.kind == "R" and p < last_r.get(e.queue, -1)))
-                )
-            )
-        )
-
-    def _step(self, nd: Node, st: State) -> None:
-        eff = nd.eff
-        ctrl = nd.ctrl
-        if self.emit:
-            self._syntax_rules(nd)
-        # 1. waits
-        if ctrl.wait_mask:
-            mask = ctrl.wait_mask
-            done = [e for e in st.events if e.sb >= 0 and mask >> e.sb & 1]
-            self._complete(st, done)
-        if "depbar" in eff.flags and eff.sb_set:
-            keep = eff.imm[0] if eff.imm and "LE" in eff.modifiers else 0
-            done = []
-            for sb in range(6):
-                if eff.sb_set >> sb & 1:
-                    on_sb = [e for e in st.events if e.sb == sb]
-                    if keep and len({e.queue for e in on_sb}) > 1:
-                        lines = sorted({self.k.nodes[e.idx].line for e in on_sb})
-                        self._report(
-                            "SASS005",
-                            nd,
-                            f"DEPBAR.LE SB{sb}, {keep} relies on in-order completion but "
-                            f"SB{sb} is shared by different queues (lines {', '.join(map(str, lines))})",
-                            [(ln, "producer on the same scoreboard") for ln in lines],
-                        )
-                    done.extend(on_sb[: max(0, len(on_sb) - keep)])
-            self._complete(st, done)
-        if "gmma_wait" in eff.flags:
-            keep = eff.imm[0] if eff.imm else 0
-            st.groups = st.groups[len(st.groups) - keep :] if keep else ()
-        if eff.never:
-            st.cycle += ctrl.stall
-            return
-        fixed = st.fixed
-        # 2. BAR.SYNC -> shared memory distance
-        if self.horizon and self.emit and "shared" in eff.flags and st.bar is not None:
-            self.bar_gaps_seen.append(st.cycle - st.bar[1])
-            st.bar = None
-        if "shared" in eff.flags and st.bar is not None and self.bar_gap:
-            dist = st.cycle - st.bar[1]
-            if dist < self.bar_gap:
-                bl = self.k.nodes[st.bar[0]].line
-                self._report(
-                    "SASS008",
-                    nd,
-                    f"{eff.opcode} accesses shared memory {dist} cycles after BAR.SYNC at "
-                    f"line {bl}; ptxas keeps >= {self.bar_gap}",
-                    [(bl, "barrier")],
-                )
-        # 3. reads
-        is_gmma = "gmma" in eff.flags
-        pending_w = st.wunits
-        uses = eff.use_units
-        check_var = bool(uses & pending_w)
-        check_fixed = bool(fixed) and any(u in fixed for u in uses)
-        for op in eff.srcs if check_var or check_fixed else ():
-            okind = op.role
-            for j, u in enumerate(op.units):
-                if op.hi and j >= op.hi:
-                    okind = "hi"
-                for e in st.events if check_var and u in pending_w else ():
-                    if e.kind == "W" and u in e.units and not _complementary(e.guard, e.guard_neg, nd):
-                        if is_gmma and e.queue == "gmma":
-                            continue
-                        self._raw_var(nd, e, u)
-                        break
-                if check_fixed:
-                    f = fixed.get(u)
-                    if f is not None and (self.observer or st.cycle - f[1] < self.maxlat.get(f[2], 0)):
-                        self._raw_fixed(nd, st, f, u, okind)
-        # 4. writes: WAR / WAW against pending events
-        dunits = eff.def_units
-        if dunits and st.events and not dunits.isdisjoint(st.aunits):
-            for e in st.events:
-                hit = e.units & dunits
-                if hit and not _complementary(e.guard, e.guard_neg, nd):
-                    if e.kind == "R":
-                        # A memory op's late write cannot overtake an older memory op's operand read: both go
-                        # through the in-order MIO/LSU path (ptxas relies on this, e.g. STG R4 then LDS R4).
-                        if not self._in_order_after(eff, nd, e):
-                            self._war(nd, e, min(hit))
-                    elif not (is_gmma and e.queue == "gmma") and not self._in_order_after(eff, nd, e):
-                        self._waw(nd, e, min(hit))
-        # 5. HGMMA registers in flight
-        if (st.groups or st.open_group) and not is_gmma:
-            touched = dunits | eff.use_units
-            for gidx, gunits in (*st.groups, *((st.open_group,) if st.open_group else ())):
-                hit = gunits & touched
-                if hit:
-                    gl = self.k.nodes[gidx].line
-                    self._report(
-                        "SASS013",
-                        nd,
-                        f"{unit_name(min(hit))} belongs to the HGMMA at line {gl} that "
-                        "is still in flight; wait with WARPGROUP.DEPBAR.LE gsb0 first",
-                        [(gl, "HGMMA")],
-                    )
-                    break
-        # 6. own effects
-        if is_gmma:
-            units = dunits | eff.use_units
-            units = frozenset(u for u in units if u < 256)
-            og = st.open_group
-            og = (nd.idx, units if og is None else og[1] | units)
-            if "gsb0" in nd.text:
-                st.groups = (*st.groups, og)
-                st.open_group = None
-            else:
-                st.open_group = og
-            if fixed is not None:
-                for u in dunits:
-                    fixed.pop(u, None)
-        elif eff.variable or ctrl.write_sb is not None or ctrl.read_sb is not None:
-            if fixed is not None:
-                for u in dunits:
-                    fixed.pop(u, None)
-            new: list[Event] = []
-            queue = eff.queue or f"#{nd.idx}"  # no queue: never completed by another op
-            if eff.variable or ctrl.write_sb is not None:
-                wsb = -1 if ctrl.write_sb is None else ctrl.write_sb
-                if wsb >= 0 or dunits:
-                    new.append(Event(nd.idx, wsb, "W", queue, dunits, eff.guard, eff.guard_neg))
-            if ctrl.read_sb is not None:
-                # Guards, predicates and uniform registers are read at issue; only GPRs are read late.
-                late = frozenset(u for u in eff.use_units if u < 256)
-                new.append(Event(nd.idx, ctrl.read_sb, "R", queue, late, eff.guard, eff.guard_neg))
-            if new:
-                old = [e for e in st.events if e.idx != nd.idx]
-                st.set_events((*old, *new))
-        elif dunits:
-            if fixed is None:
-                st.fixed = fixed = {}
-            for op in eff.dsts:
-                for j, u in enumerate(op.units):
-                    fixed[u] = (nd.idx, st.cycle, eff.pipe + "_hi" if op.hi and j >= op.hi else eff.pipe)
-        if "bar_sync" in eff.flags:
-            st.bar = (nd.idx, st.cycle)
-        st.cycle += ctrl.stall
+        nx = f.nx
+        for slot, add, kind, _need in f.uo:
+            u = nx[slot] + add
+            if check_var and wm >> u & 1:
+                self._raw_var(out, i, f, events, u)
+            if fixed:
+                fx = fixed.get(u)
+                if fx is not None:
+                    self._raw_fixed_hooked(out, i, cycle, fx, u, kind)
 
     @staticmethod
-    def _in_order_after(eff, nd: Node, e: Event) -> bool:  # noqa: ANN001
-        """A variable-latency write that cannot land before the pending op ``e`` is done with the register:
-        same in-order queue (e.g. two DFMA on sm_80, two I2F), or both in the MIO/LSU path (STG R4 then
-        LDS R4). ptxas relies on both."""
-        if not eff.variable:
-            return False
-        return eff.queue == e.queue or (eff.queue in _MEM_QUEUES and e.queue in _MEM_QUEUES)
+    def _fixed_writes(fixed: dict, i: int, f, cycle: int) -> None:  # noqa: ANN001
+        nx = f.nx
+        pipe = f.dp
+        if pipe is not None:
+            v = (i, cycle, pipe)
+            for slot, add in f.ds:
+                fixed[nx[slot] + add] = v
+        else:
+            for slot, add, pipe in f.s.dst_occ:
+                fixed[nx[slot] + add] = (i, cycle, pipe)
+
+    def _depbar(self, i: int, f, events: tuple, out: list | None) -> tuple:  # noqa: ANN001
+        """``DEPBAR.LE SBn, k``: all but the youngest k events on each named scoreboard complete."""
+        s = f.s
+        keep = f.depbar_keep
+        lines = self.p.lines
+        done = []
+        for sb in range(6):
+            if s.sb_set >> sb & 1:
+                on_sb = [q for q, e in enumerate(events) if e[_SB] == sb]
+                if keep and out is not None and len({events[q][_QUEUE] for q in on_sb}) > 1:
+                    pl = sorted({lines[events[q][_IDX]] for q in on_sb})
+                    msg = (
+                        f"DEPBAR.LE SB{sb}, {keep} relies on in-order completion but SB{sb} "
+                        f"is shared by different queues (lines {', '.join(map(str, pl))})"
+                    )
+                    related = [(ln, "producer on the same scoreboard") for ln in pl]
+                    out.append((i, self._finding("SASS005", i, msg, related)))
+                done.extend(on_sb[: max(0, len(on_sb) - keep)])
+        return _complete(events, done) if done else events
+
+    def _bar(self, i: int, cycle: int, bar: tuple[int, int]) -> Finding:
+        bl = self.p.lines[bar[0]]
+        return self._finding(
+            "SASS008",
+            i,
+            f"{self.p.facts[i].s.opcode} accesses shared memory {cycle - bar[1]} cycles after BAR.SYNC at "
+            f"line {bl}; ptxas keeps >= {self.bar_gap}",
+            [(bl, "barrier")],
+        )
+
+    def _overwrites(self, out: list | None, i: int, f, events: tuple) -> None:  # noqa: ANN001
+        dm = f.def_mask
+        guard = f.guard
+        neg = f.s.guard_neg
+        is_gmma = f.fb & F_GMMA
+        for e in events:
+            hit = e[_UNITS] & dm
+            if hit and not (e[_GUARD] is not None and guard == e[_GUARD] and neg != e[_NEG]):
+                if e[_KIND] == "R":
+                    # A memory op's late write cannot overtake an older memory op's operand read: both go
+                    # through the in-order MIO/LSU path (ptxas relies on this, e.g. STG R4 then LDS R4).
+                    if not _in_order_after(f, e) and out is not None:
+                        out.append((i, self._war(i, e, _low(hit))))
+                elif not (is_gmma and e[_QUEUE] == "gmma") and not _in_order_after(f, e) and out is not None:
+                    out.append((i, self._waw(i, e, _low(hit))))
+
+    def _in_flight(self, out: list | None, i: int, touched: int, groups: tuple, og: tuple | None) -> None:
+        for gidx, gunits in (*groups, *((og,) if og else ())):
+            hit = gunits & touched
+            if hit:
+                if out is not None:
+                    gl = self.p.lines[gidx]
+                    msg = (
+                        f"{unit_name(_low(hit))} belongs to the HGMMA at line {gl} that "
+                        "is still in flight; wait with WARPGROUP.DEPBAR.LE gsb0 first"
+                    )
+                    out.append((i, self._finding("SASS013", i, msg, [(gl, "HGMMA")])))
+                break
 
     # ---------------------------------------------------------------- rule bodies
-    def _raw_var(self, nd: Node, e: Event, u: int) -> None:
-        p = self.k.nodes[e.idx]
+    def _where(self, idx: int) -> tuple[str, int]:
+        return self.p.facts[idx].s.opcode, self.p.lines[idx]
+
+    def _raw_var(self, out: list | None, i: int, f, events: tuple, u: int) -> None:  # noqa: ANN001
+        """Node ``i`` reads ``u``: report the oldest pending write of it (not on the complementary guard)."""
+        guard, neg, is_gmma = f.guard, f.s.guard_neg, f.fb & F_GMMA
+        for e in events:
+            if (
+                e[_KIND] == "W"
+                and e[_UNITS] >> u & 1
+                and not (e[_GUARD] is not None and guard == e[_GUARD] and neg != e[_NEG])
+            ):
+                if is_gmma and e[_QUEUE] == "gmma":
+                    continue
+                break
+        else:
+            return
         if self.observer:
-            self.observer(nd, "raw_var", p, None)
-        if e.sb < 0:
-            self._report(
+            self.observer(self._node(i), "raw_var", self._node(e[_IDX]), None)
+        if out is None:
+            return
+        opc, pl = self._where(e[_IDX])
+        sb = e[_SB]
+        if sb < 0:
+            found = self._finding(
                 "SASS007",
-                nd,
-                f"reads {unit_name(u)} written by {p.eff.opcode} at line {p.line}, which has no "
+                i,
+                f"reads {unit_name(u)} written by {opc} at line {pl}, which has no "
                 "write scoreboard and no later same-queue producer was waited on",
-                [(p.line, "variable-latency producer without W scoreboard")],
+                [(pl, "variable-latency producer without W scoreboard")],
             )
         else:
-            self._report(
+            found = self._finding(
                 "SASS001",
-                nd,
-                f"reads {unit_name(u)} written by {p.eff.opcode} at line {p.line} "
-                f"(W{e.sb}) without waiting on SB{e.sb}",
-                [(p.line, f"producer sets W{e.sb}")],
-                col=nd.ctrl_col,
-                end_col=nd.end_col,
+                i,
+                f"reads {unit_name(u)} written by {opc} at line {pl} (W{sb}) without waiting on SB{sb}",
+                [(pl, f"producer sets W{sb}")],
+                col=self.p.ctrl_cols[i],
+                end_col=self.p.end_cols[i],
             )
+        out.append((i, found))
 
-    def _raw_fixed(self, nd: Node, st: State, f: tuple[int, int, str], u: int, okind: str) -> None:
-        pidx, issued, ppipe = f
-        dist = st.cycle - issued
-        p = self.k.nodes[pidx]
-        if _complementary(p.eff.guard, p.eff.guard_neg, nd):
-            return
-        kind = (
-            "guard"
-            if okind == "guard"
-            else "addr"
-            if okind == "addr" and u < 256
-            else "reg_hi"
-            if okind == "hi"
-            else unit_kind(u)
-        )
-        row = self.sem.latency(ppipe, nd.eff.pipe, kind)
-        if self.observer:
-            self.observer(nd, "raw_fixed", p, (ppipe, nd.eff.pipe, kind, dist, u))
-        if row is None or dist >= row.cycles:
-            return
-        self._report(
+    def _raw_fixed(self, i: int, cycle: int, fx: tuple, u: int, kind: str) -> Finding:
+        pidx, issued, ppipe = fx
+        dist = cycle - issued
+        opc, pl = self._where(pidx)
+        cpipe = self.p.facts[i].s.pipe
+        row = self.sem.latency(ppipe, cpipe, kind)
+        return self._finding(
             "SASS002",
-            nd,
-            f"reads {unit_name(u)} {dist} cycles after {p.eff.opcode} at line {p.line}; "
-            f"{ppipe}->{nd.eff.pipe} {kind} latency is {row.cycles} ({row.source})",
-            [(p.line, f"producer; stalls from here sum to {dist}")],
+            i,
+            f"reads {unit_name(u)} {dist} cycles after {opc} at line {pl}; "
+            f"{ppipe}->{cpipe} {kind} latency is {row.cycles} ({row.source})",
+            [(pl, f"producer; stalls from here sum to {dist}")],
         )
 
-    def _war(self, nd: Node, e: Event, u: int) -> None:
-        p = self.k.nodes[e.idx]
-        self._report(
+    def _raw_fixed_hooked(self, out: list | None, i: int, cycle: int, fx: tuple, u: int, kind: str) -> None:
+        """The fixed-latency check with the table builder's horizon and observer."""
+        pidx, issued, ppipe = fx
+        if not (self.observer or cycle - issued < self.maxlat.get(ppipe, 0)):
+            return
+        f, pf = self.p.facts[i], self.p.facts[pidx]
+        if pf.guard is not None and f.guard == pf.guard and f.s.guard_neg != pf.s.guard_neg:
+            return
+        row = self.sem.latency(ppipe, f.s.pipe, kind)
+        dist = cycle - issued
+        if self.observer:
+            self.observer(self._node(i), "raw_fixed", self._node(pidx), (ppipe, f.s.pipe, kind, dist, u))
+        if row is None or dist >= row.cycles or out is None:
+            return
+        out.append((i, self._raw_fixed(i, cycle, fx, u, kind)))
+
+    def _war(self, i: int, e: tuple, u: int) -> Finding:
+        opc, pl = self._where(e[_IDX])
+        return self._finding(
             "SASS003",
-            nd,
-            f"overwrites {unit_name(u)} still to be read by {p.eff.opcode} at line {p.line}; "
-            f"wait on SB{e.sb} (its read scoreboard)",
-            [(p.line, f"reads {unit_name(u)}, sets R{e.sb}")],
-            col=nd.ctrl_col,
-            end_col=nd.end_col,
+            i,
+            f"overwrites {unit_name(u)} still to be read by {opc} at line {pl}; "
+            f"wait on SB{e[_SB]} (its read scoreboard)",
+            [(pl, f"reads {unit_name(u)}, sets R{e[_SB]}")],
+            col=self.p.ctrl_cols[i],
+            end_col=self.p.end_cols[i],
         )
 
-    def _waw(self, nd: Node, e: Event, u: int) -> None:
-        p = self.k.nodes[e.idx]
-        sb = f"SB{e.sb}" if e.sb >= 0 else "a scoreboard"
-        self._report(
+    def _waw(self, i: int, e: tuple, u: int) -> Finding:
+        opc, pl = self._where(e[_IDX])
+        sb = f"SB{e[_SB]}" if e[_SB] >= 0 else "a scoreboard"
+        return self._finding(
             "SASS004",
-            nd,
-            f"overwrites {unit_name(u)} while {p.eff.opcode} at line {p.line} may still write "
-            f"it; wait on {sb} first",
-            [(p.line, "pending producer")],
-            col=nd.ctrl_col,
-            end_col=nd.end_col,
+            i,
+            f"overwrites {unit_name(u)} while {opc} at line {pl} may still write it; wait on {sb} first",
+            [(pl, "pending producer")],
+            col=self.p.ctrl_cols[i],
+            end_col=self.p.end_cols[i],
         )
 
-    def _syntax_rules(self, nd: Node) -> None:
-        """Per-instruction rules that need no dataflow: fields, yield combos, placeholder position."""
-        ctrl = nd.ctrl
+    def _syntax_rules(self, i: int) -> list[Finding]:
+        """Per-instruction rules that need no dataflow: fields, yield combos."""
+        p = self.p
+        ctrl = p.ctrls[i]
+        stall = ctrl.stall
+        ctx = p.ctx
+        max_noyield = ctx.max_noyield
+        long_stall = max_noyield is not None and not ctrl.yield_flag and stall > max_noyield
+        if not (ctrl.errors or long_stall or stall == 0 or ctrl.yield_flag):
+            return []
+        out = []
+        cc = p.ctrl_cols[i]
         for col, msg in ctrl.errors:
-            self._report("SASS012", nd, msg, col=nd.ctrl_col + col, end_col=nd.ctrl_col + col + 2)
-        sem = self.sem
-        max_noyield = sem.param("max_stall_without_yield")
-        eff = nd.eff
-        if max_noyield is not None and not ctrl.yield_flag and ctrl.stall > max_noyield:
-            self._report(
-                "SASS011",
-                nd,
-                f"stall S{ctrl.stall:02d} without Y: ptxas always sets Y for stalls above {max_noyield}",
-                col=nd.ctrl_col,
-                end_col=nd.text_col - 2,
+            out.append(self._finding("SASS012", i, msg, col=cc + col, end_col=cc + col + 2))
+        s = p.facts[i].s
+        end = p.text_cols[i] - 2
+        if long_stall:
+            out.append(
+                self._finding(
+                    "SASS011",
+                    i,
+                    f"stall S{stall:02d} without Y: ptxas always sets Y for stalls above {max_noyield}",
+                    col=cc,
+                    end_col=end,
+                )
             )
-        if ctrl.stall == 0 and eff.opcode not in sem.data.get("params", {}).get("s00_opcodes", {}).get(
-            "value", ()
-        ):
-            self._report(
-                "SASS011",
-                nd,
-                f"S00 on {eff.opcode}: ptxas uses a zero stall only on padding (NOP, the final self-branch)",
-                col=nd.ctrl_col,
-                end_col=nd.text_col - 2,
+        if stall == 0 and s.opcode not in ctx.s00:
+            out.append(
+                self._finding(
+                    "SASS011",
+                    i,
+                    f"S00 on {s.opcode}: ptxas uses a zero stall only on padding "
+                    "(NOP, the final self-branch)",
+                    col=cc,
+                    end_col=end,
+                )
             )
-        if ctrl.yield_flag and any(o.reuse for o in eff.srcs):
-            self._report(
-                "SASS011",
-                nd,
-                ".reuse together with Y: ptxas never emits this (reuse is dropped on yield)",
-                col=nd.ctrl_col,
-                end_col=nd.text_col - 2,
+        if ctrl.yield_flag and s.has_reuse:
+            out.append(
+                self._finding(
+                    "SASS011",
+                    i,
+                    ".reuse together with Y: ptxas never emits this (reuse is dropped on yield)",
+                    col=cc,
+                    end_col=end,
+                )
             )
+        return out
+
+
+def _in_order_after(f, e: tuple) -> bool:  # noqa: ANN001
+    """A variable-latency write that cannot land before the pending op ``e`` is done with the register:
+    same in-order queue (e.g. two DFMA on sm_80, two I2F), or both in the MIO/LSU path (STG R4 then
+    LDS R4). ptxas relies on both."""
+    s = f.s
+    if not s.variable:
+        return False
+    return s.queue == e[_QUEUE] or (s.queue in _MEM_QUEUES and e[_QUEUE] in _MEM_QUEUES)
+
+
+_UNITS_OF: dict[int, frozenset[int]] = {}
+
+
+def _units(mask: int) -> frozenset[int]:
+    hit = _UNITS_OF.get(mask)
+    if hit is None:
+        out = []
+        m = mask
+        while m:
+            low = m & -m
+            out.append(low.bit_length() - 1)
+            m ^= low
+        if len(_UNITS_OF) > 1 << 16:
+            _UNITS_OF.clear()
+        hit = _UNITS_OF[mask] = frozenset(out)
+    return hit
+
+
+def _public_state(st: _St) -> State:
+    out = State(
+        tuple(Event(i, sb, kind, q, _units(m), g, n) for i, sb, kind, q, m, g, n, _b in st.events),
+        dict(st.fixed),
+        tuple((g, _units(m)) for g, m in st.groups),
+        None if st.og is None else (st.og[0], _units(st.og[1])),
+        st.bar,
+        st.cycle,
+    )
+    out.wunits, out.aunits = _units(st.wm), _units(st.am)
+    return out

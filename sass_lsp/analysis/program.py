@@ -1,15 +1,30 @@
 """Kernels as analysable programs: decoded control codes, register effects, basic blocks and the CFG.
 
+Two views of one kernel:
+
+- :class:`Kernel` — the object view (a :class:`Node` per instruction with its :class:`Effects`), for the
+  reorder game and the editor features;
+- :class:`Program` — the columnar view the hazard checker, the local rules and the timeline run on: per
+  instruction its line and columns, its :class:`Ctrl` and its :class:`Facts` (register sets as int bit
+  masks, latency-table handles), shared by every instruction with the same text. Facts come from the
+  scanner's :class:`~sass_lsp.isa.semantics.Shape` of the text, so a text costs a scan only when no text
+  that differs from it in register numbers alone was seen before.
+
 Architecture Invariant: reads a :class:`~sass_lsp.model.Module`, never mutates it, does no IO.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
+import itertools
+import operator
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from sass_lsp.isa.semantics import Effects, Semantics
+from sass_lsp.isa.semantics import Effects, Semantics, Shape, hole_widths, unit_kind
 from sass_lsp.model import Instruction, Label, Module
 
 _CTRL = re.compile(r"^\s*\[?\s*B([0-9-]{6}):R([0-9-]):W([0-9-]):([Y-]):S(\d+)\s*\]?\s*$")
@@ -107,92 +122,597 @@ class Kernel:
     bad_ctrl: list[Instruction] = field(default_factory=list)
 
 
+# ---------------------------------------------------------------- facts
+
+# ShapeFacts.fb bits
+F_NEVER = 1  # @!PT: never executes
+F_VAR = 2  # variable latency
+F_DEPBAR = 4  # DEPBAR with a scoreboard operand
+F_GMMA_WAIT = 8
+F_SHARED = 16  # shared-memory access
+F_GMMA = 32
+F_BAR_SYNC = 64
+F_CALL = 128
+F_FLOW = 256  # ends a basic block: branch, exit, ret, indirect branch
+F_GSB0 = 512  # HGMMA that commits its group (gsb0)
+F_REUSE = 1024  # some source has .reuse
+# Control-code bits, in the first field of a node's control tuple (see _Ctx.ctrl_tuple), disjoint from F_*
+C_WAIT = 1 << 16  # waits on a scoreboard
+C_SETS = 1 << 17  # sets a read or write scoreboard
+C_SYN = 1 << 18  # a field rule may apply: field errors, S00, a long stall without Y
+C_YIELD = 1 << 19
+
+R_MASK = (1 << 256) - 1  # GPR units
+
+
+_SPAN_MASKS: dict[int, list[int]] = {}
+_UNITS = 512  # units are below this (see semantics.UNIT_BASE)
+
+
+def _span_masks(width: int) -> list[int]:
+    """The mask of units ``first .. first + width - 1``, indexed by ``first``."""
+    hit = _SPAN_MASKS.get(width)
+    if hit is None:
+        w = (1 << width) - 1
+        hit = _SPAN_MASKS[width] = [w << first for first in range(_UNITS)]
+    return hit
+
+
+def _kind_of(okind: str, u: int) -> str:
+    """Operand kind for the latency lookup (as the checker names it)."""
+    if okind == "guard":
+        return "guard"
+    if okind == "addr" and u < 256:
+        return "addr"
+    if okind == "hi":
+        return "reg_hi"
+    return unit_kind(u)
+
+
+class _LatTable(dict):
+    """Producer pipe -> fixed RAW latency in cycles (0: no row) for one (consumer pipe, operand kind)."""
+
+    def __init__(self, sem: Semantics, consumer: str, kind: str) -> None:
+        super().__init__()
+        self.sem, self.consumer, self.kind = sem, consumer, kind
+
+    def __missing__(self, producer: str) -> int:
+        row = self.sem.latency(producer, self.consumer, self.kind)
+        need = self[producer] = 0 if row is None else row.cycles
+        return need
+
+
+class ShapeFacts:
+    """What the checker needs from a :class:`Shape`, with the register numbers still open.
+
+    A unit is ``(slot, add)``: ``nx[slot] + add`` where ``nx`` is the text's register numbers with a 0
+    appended (slot ``nslots`` holds units that do not depend on a number)."""
+
+    __slots__ = (
+        "shape",
+        "opcode",
+        "modifiers",
+        "pipe",
+        "variable",
+        "queue",
+        "flags",
+        "fb",
+        "guard_neg",
+        "guard",
+        "targets",
+        "indirect",
+        "sb_set",
+        "le",
+        "dynamic",
+        "depbar_keep",
+        "gmma_keep",
+        "has_reuse",
+        "nslots",
+        "use_occ",
+        "dst_occ",
+        "dst_sa",
+        "dst_pipe",
+        "use_const",
+        "use_var",
+        "def_const",
+        "def_var",
+        "reuse",
+    )
+
+    def __init__(self, shape: Shape, ctx: _Ctx) -> None:
+        opcode, mods, guard_neg, never, pipe, var, queue, flags, indirect, sb_set = shape.head
+        self.shape = shape
+        self.opcode, self.modifiers, self.pipe, self.variable, self.queue = opcode, mods, pipe, var, queue
+        self.flags, self.guard_neg, self.indirect, self.sb_set = flags, guard_neg, indirect, sb_set
+        self.targets = shape.targets  # None: per text (Facts.extras)
+        imm = shape.imm
+        fb = (F_NEVER if never else 0) | (F_VAR if var else 0)
+        if "depbar" in flags and sb_set:
+            fb |= F_DEPBAR
+        for name, bit in (
+            ("gmma_wait", F_GMMA_WAIT),
+            ("shared", F_SHARED),
+            ("gmma", F_GMMA),
+            ("bar_sync", F_BAR_SYNC),
+            ("call", F_CALL),
+        ):
+            if name in flags:
+                fb |= bit
+        if flags & {"branch", "exit", "ret", "indirect"}:
+            fb |= F_FLOW
+        if "gsb0" in shape.template:
+            fb |= F_GSB0
+        if any(src[3] for src in shape.srcs):
+            fb |= F_REUSE
+        self.fb = fb
+        self.le = "LE" in mods
+        # Only DEPBAR's and WARPGROUP.DEPBAR's counts and the branch targets matter to the checker.
+        self.dynamic = (imm is None and bool(fb & (F_DEPBAR | F_GMMA_WAIT))) or (
+            self.targets is None and bool(fb & F_FLOW)
+        )
+        self.depbar_keep = self.gmma_keep = 0
+        if imm is not None:
+            self.depbar_keep, self.gmma_keep = _keeps(imm, self.le)
+        n = self.nslots = shape.nslots
+        gslot, gbase = shape.guard
+        self.guard = (n, gbase) if gslot < 0 else (gslot, gbase)  # gbase None: no guard
+
+        def occ(segs: tuple) -> list[tuple[int, int]]:
+            out = []
+            for slot, base, w in segs:
+                if slot < 0:
+                    out.extend((n, u) for u in base)
+                else:
+                    out.extend((slot, base + j) for j in range(w))
+            return out
+
+        def seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, int, list[int]], ...]]:
+            """(mask of the fixed units, ((slot, add, span masks by first unit), ...)) over the operands."""
+            const = 0
+            var = []
+            for segs in ops:
+                for slot, base, w in segs:
+                    if slot < 0:
+                        for u in base:
+                            const |= 1 << u
+                    else:
+                        var.append((slot, base, _span_masks(w)))
+            return const, tuple(var)
+
+        use_occ = []
+        reuse = []
+        self.has_reuse = any(src[3] for src in shape.srcs)
+        for segs, role, _slot, is_reuse, tcol, nb, hi in shape.srcs:
+            units = occ(segs)
+            for j, (slot, add) in enumerate(units):
+                kind = _kind_of("hi" if hi and j >= hi else role, add)
+                use_occ.append((slot, add, kind, ctx.lat_table(pipe, kind)))
+            if is_reuse and units:
+                reuse.append((*units[0], tcol, nb))
+        self.use_occ = tuple(use_occ)  # (slot, add, operand kind, latency table) per source unit
+        self.reuse = tuple(reuse)
+        dst_occ = []
+        for segs, _tcol, _nb, hi in shape.dsts:
+            for j, (slot, add) in enumerate(occ(segs)):
+                dst_occ.append((slot, add, pipe + "_hi" if hi and j >= hi else pipe))
+        self.dst_occ = tuple(dst_occ)  # (slot, add, producer pipe) per destination unit
+        self.dst_sa = tuple((slot, add) for slot, add, _p in dst_occ)
+        pipes = {p for _s, _a, p in dst_occ}
+        self.dst_pipe = pipes.pop() if len(pipes) == 1 else None  # one pipe for every destination unit
+        self.use_const, self.use_var = seg_masks([src[0] for src in shape.srcs])
+        self.def_const, self.def_var = seg_masks([dst[0] for dst in shape.dsts])
+
+
+def _keeps(imm: tuple[int, ...], le: bool) -> tuple[int, int]:
+    """(pending events a ``DEPBAR.LE`` keeps, HGMMA groups a ``WARPGROUP.DEPBAR`` keeps)."""
+    return (imm[0] if imm and le else 0), (imm[0] if imm else 0)
+
+
+class Facts:
+    """One instruction text as the checker sees it (shared by every node with that text): its shape's
+    facts ``s``, register numbers ``nx`` (see :class:`ShapeFacts`), unit masks, guard unit, text length.
+    ``x``: None, or for a shape whose counts or targets are holes this text's
+    ``(depbar keep, gmma keep, targets)``."""
+
+    __slots__ = (
+        "s",
+        "fb",
+        "flow",
+        "nx",
+        "uo",
+        "ds",
+        "dp",
+        "guard",
+        "use_mask",
+        "def_mask",
+        "tlen",
+        "reuse",
+        "x",
+    )
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return self.s.targets if self.x is None else self.x[2]
+
+    @property
+    def depbar_keep(self) -> int:
+        return self.s.depbar_keep if self.x is None else self.x[0]
+
+    @property
+    def gmma_keep(self) -> int:
+        return self.s.gmma_keep if self.x is None else self.x[1]
+
+    @property
+    def uses(self) -> tuple[tuple[int, str], ...]:
+        """(unit, operand kind) per source unit, in operand order."""
+        nx = self.nx
+        return tuple((nx[s] + a, k) for s, a, k, _t in self.s.use_occ)
+
+    @property
+    def dst_units(self) -> tuple[int, ...]:
+        nx = self.nx
+        return tuple(nx[s] + a for s, a in self.s.dst_sa)
+
+    # reuse: ((register, tcol, nb), ...) of the .reuse sources; reuse_col gives the column
+
+    @property
+    def late_mask(self) -> int:
+        """GPRs among the sources: read late by a memory op that sets a read scoreboard."""
+        return self.use_mask & R_MASK
+
+
+def reuse_col(text: str, tcol: int, nb: int) -> int:
+    """The 0-based column in ``text`` of a .reuse source (``Facts.reuse``)."""
+    return tcol + sum(hole_widths(text)[:nb]) if nb else tcol
+
+
+class _Ctx:
+    """Per-:class:`Semantics` caches: facts per text, latency tables, checker constants."""
+
+    def __init__(self, sem: Semantics) -> None:
+        self.sem = sem
+        self.facts: dict[str, Facts] = {}
+        self.lat: dict[tuple[str, str], _LatTable] = {}
+        maxlat: dict[str, int] = {}
+        for (prod, _c, _o), row in sem._lat.items():
+            maxlat[prod] = max(maxlat.get(prod, 0), row.cycles)
+        self.bar_gap = sem.param("bar_sync_to_shared") or 0
+        maxlat["__bar__"] = self.bar_gap
+        self.maxlat = maxlat
+        self.max_noyield = sem.param("max_stall_without_yield")
+        self.s00 = frozenset(sem.data.get("params", {}).get("s00_opcodes", {}).get("value", ()))
+        self.followers = frozenset(
+            sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ())
+        )
+        self.ctrl_text: dict[str, tuple[Ctrl, tuple] | None] = {}  # control text -> (Ctrl, ctrl_tuple)
+        self.ctrl_of: dict[Ctrl, tuple] = {}
+
+    def ctrl_tuple(self, c: Ctrl) -> tuple[int, int | None, int | None, int, int, bool]:
+        """(C_* flags, read sb, write sb, stall, wait mask, C_SYN or C_YIELD set): what the checker reads
+        of a control code."""
+        hit = self.ctrl_of.get(c)
+        if hit is None:
+            flags = (C_WAIT if c.wait_mask else 0) | (C_YIELD if c.yield_flag else 0)
+            if c.read_sb is not None or c.write_sb is not None:
+                flags |= C_SETS
+            mny = self.max_noyield
+            if c.errors or c.stall == 0 or (mny is not None and not c.yield_flag and c.stall > mny):
+                flags |= C_SYN
+            if len(self.ctrl_of) > 4096:
+                self.ctrl_of.clear()
+            syn = bool(flags & (C_SYN | C_YIELD))
+            hit = self.ctrl_of[c] = (flags, c.read_sb, c.write_sb, c.stall, c.wait_mask, syn)
+        return hit
+
+    def lat_table(self, consumer: str, kind: str) -> _LatTable:
+        t = self.lat.get((consumer, kind))
+        if t is None:
+            t = self.lat[(consumer, kind)] = _LatTable(self.sem, consumer, kind)
+        return t
+
+    def facts_of(self, texts: list[str]) -> list[Facts]:
+        """Facts per text; texts not seen before are scanned together (see ``Semantics.shapes_of``)."""
+        cache = self.facts
+        out = list(map(cache.get, texts))
+        if None not in out:
+            return out
+        new = [t for t in dict.fromkeys(texts) if t not in cache]
+        if new:
+            if len(cache) + len(new) > 1 << 18:
+                cache.clear()
+                new = list(dict.fromkeys(texts))
+            shapes, numss = self.sem.shapes_of(new)
+            for text, shape, nums in zip(new, shapes, numss, strict=True):
+                sf = shape.memo
+                if sf is None:
+                    sf = shape.memo = ShapeFacts(shape, self)
+                cache[text] = f = Facts()
+                nums.append(0)
+                f.s, f.fb, f.flow, f.nx = sf, sf.fb, sf.fb & F_FLOW, nums
+                f.uo, f.ds, f.dp = sf.use_occ, sf.dst_sa, sf.dst_pipe  # hot in the checker
+                gs, gb = sf.guard
+                f.guard = gb if gb is None else nums[gs] + gb
+                mask = sf.use_const
+                for slot, add, spans in sf.use_var:
+                    mask |= spans[nums[slot] + add]
+                f.use_mask = mask
+                mask = sf.def_const
+                for slot, add, spans in sf.def_var:
+                    mask |= spans[nums[slot] + add]
+                f.def_mask = mask
+                f.tlen = len(text.rstrip())
+                f.reuse = tuple([(nums[s] + a, tcol, nb) for s, a, tcol, nb in sf.reuse]) if sf.reuse else ()
+                f.x = None
+                if sf.dynamic:
+                    imm, targets = sf.shape.extras(text)
+                    f.x = (*_keeps(imm, sf.le), targets)
+        return list(map(cache.__getitem__, texts))
+
+
+def context(sem: Semantics) -> _Ctx:
+    ctx = sem.memo.get("analysis")
+    if ctx is None:
+        ctx = sem.memo["analysis"] = _Ctx(sem)
+    return ctx  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one analysis call. A check of a big kernel creates tens of
+    thousands of long-lived objects (facts, states), which makes CPython run full collections over the
+    whole heap in the middle of it; the analysis builds no reference cycles, so nothing is left for the
+    collector and it resumes (if it was on) when the call returns."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+# ---------------------------------------------------------------- columnar program
+
+
+class Program:
+    """One kernel in columns (index = node index); what the checker, the rules and the timeline read.
+
+    ``lines``, ``ctrl_cols``, ``text_cols`` and ``end_cols`` are read off ``src`` (the instructions or
+    nodes) on first use: a check that finds nothing never needs them.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        section_line: int,
+        src: list,
+        texts: list[str],
+        ctrls: list[Ctrl],
+        cts: list[tuple],
+        facts: list[Facts],
+        label_node: dict[str, int],
+        bad_ctrl: list[Instruction],
+        ctx: _Ctx,
+        end_cols: list[int] | None = None,
+    ) -> None:
+        self.name = name
+        self.section_line = section_line
+        self.src = src  # objects with .line, .ctrl_col, .text_col (Instruction or Node)
+        self.texts = texts
+        self.ctrls = ctrls
+        self.cts = cts  # _Ctx.ctrl_tuple per node
+        self.facts = facts
+        self.label_node = label_node
+        self.bad_ctrl = bad_ctrl
+        self.ctx = ctx
+        self.blocks: list[Block] = []
+        self.unresolved: list[tuple[int, str]] = []  # (node idx, why) for CFG gaps
+        self.syn = list(itertools.compress(range(len(cts)), map(_SYN, cts)))  # C_SYN or C_YIELD nodes
+        self._lines: list[int] | None = None
+        self._ccols: list[int] | None = None
+        self._tcols: list[int] | None = None
+        self._ends = end_cols
+
+    @property
+    def lines(self) -> list[int]:
+        if self._lines is None:
+            self._lines = list(map(_LINE, self.src))
+        return self._lines
+
+    @property
+    def ctrl_cols(self) -> list[int]:
+        if self._ccols is None:
+            self._ccols = list(map(_CTRL_COL, self.src))
+        return self._ccols
+
+    @property
+    def text_cols(self) -> list[int]:
+        if self._tcols is None:
+            self._tcols = list(map(_TEXT_COL, self.src))
+        return self._tcols
+
+    @property
+    def end_cols(self) -> list[int]:
+        """1-based column after the instruction text."""
+        if self._ends is None:
+            self._ends = list(map(operator.add, self.text_cols, map(_TLEN, self.facts)))
+        return self._ends
+
+
+def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Program:
+    # Column by column, in C-level passes where there is one (this runs per check on every instruction).
+    ctx = context(sem)
+    is_ins = list(map(isinstance, items, itertools.repeat(Instruction)))
+    instrs: list[Instruction] = list(itertools.compress(items, is_ins))
+    label_node: dict[str, int] = {}
+    if len(instrs) < len(items):  # labels: the index of the instruction they precede
+        before = list(itertools.accumulate(is_ins, initial=0))
+        for j in itertools.compress(range(len(items)), map(operator.not_, is_ins)):
+            if isinstance(items[j], Label):
+                label_node[items[j].name] = before[j]
+    cache = ctx.ctrl_text
+    ctrl_texts = list(map(_CTRL_TEXT, instrs))
+    hits = list(map(cache.get, ctrl_texts))
+    if None in hits:
+        if len(cache) > 4096:
+            cache.clear()
+        for c in set(ctrl_texts):
+            if c not in cache:
+                ctrl = decode_ctrl(c)
+                cache[c] = _BAD if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))
+        hits = list(map(cache.__getitem__, ctrl_texts))
+    bad: list[Instruction] = []
+    if _BAD in hits:  # undecodable control fields: those instructions are not nodes
+        bad = [it for it, h in zip(instrs, hits, strict=True) if h is _BAD]
+        label_node = {}
+        n = 0
+        for item in items:
+            if isinstance(item, Instruction):
+                n += cache[item.ctrl] is not _BAD
+            elif isinstance(item, Label):
+                label_node[item.name] = n
+        instrs = [it for it, h in zip(instrs, hits, strict=True) if h is not _BAD]
+        hits = [h for h in hits if h is not _BAD]
+    texts = list(map(_TEXT, instrs))
+    facts = ctx.facts_of(texts)
+    p = Program(
+        name,
+        line,
+        instrs,
+        texts,
+        list(map(_FIRST, hits)),
+        list(map(_SECOND, hits)),
+        facts,
+        label_node,
+        bad,
+        ctx,
+    )
+    _build_cfg(p)
+    return p
+
+
+_BAD = object()  # cached for an undecodable control field (not a tuple: `in` compares by identity)
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+_SYN = operator.itemgetter(5)
+_TLEN = operator.attrgetter("tlen")
+_FLOW = operator.attrgetter("flow")
+_CTRL_TEXT = operator.attrgetter("ctrl")
+_TEXT = operator.attrgetter("text")
+_TEXT_COL = operator.attrgetter("text_col")
+_CTRL_COL = operator.attrgetter("ctrl_col")
+_LINE = operator.attrgetter("line")
+
+
+def program_of_kernel(k: Kernel, sem: Semantics) -> Program:
+    """The columnar view of a kernel built elsewhere (e.g. reordered by the game); its facts are those of
+    each node's text (``Node.eff`` is ``sem.effects(text)``)."""
+    nodes = k.nodes
+    ctx = context(sem)
+    texts = [nd.text for nd in nodes]
+    ctrls = [nd.ctrl for nd in nodes]
+    p = Program(
+        k.name,
+        k.section_line,
+        nodes,
+        texts,
+        ctrls,
+        [ctx.ctrl_tuple(c) for c in ctrls],
+        ctx.facts_of(texts),
+        k.label_node,
+        k.bad_ctrl,
+        ctx,
+        [nd.end_col for nd in nodes],
+    )
+    p.blocks = k.blocks
+    p.unresolved = k.unresolved
+    return p
+
+
+def programs_of(module: Module, sem: Semantics) -> list[Program]:
+    return [
+        program_of_items(sec.name[len(".text.") :], sec.line, sec.items, sem)
+        for sec in module.sections
+        if sec.name.startswith(".text.")
+    ]
+
+
+# ---------------------------------------------------------------- object view
+
+
 def kernels_of(module: Module, sem: Semantics) -> list[Kernel]:
-    out = []
-    for sec in module.sections:
-        if sec.name.startswith(".text."):
-            out.append(build_kernel(sec.name[len(".text.") :], sec.line, sec.items, sem))
-    return out
+    return [kernel_of_program(p, sem) for p in programs_of(module, sem)]
 
 
 def build_kernel(name: str, line: int, items: list, sem: Semantics) -> Kernel:
-    nodes: list[Node] = []
-    label_node: dict[str, int] = {}
-    bad: list[Instruction] = []
-    for item in items:
-        if isinstance(item, Label):
-            label_node[item.name] = len(nodes)
-        elif isinstance(item, Instruction):
-            ctrl = decode_ctrl(item.ctrl)
-            if ctrl is None:
-                bad.append(item)
-                continue
-            text = item.text
-            nodes.append(
-                Node(
-                    len(nodes),
-                    item.line,
-                    item.ctrl_col,
-                    item.text_col,
-                    text,
-                    ctrl,
-                    sem.effects(text),
-                    item.text_col + len(text.rstrip()),
-                )
-            )
-    kernel = Kernel(name, line, nodes, [], label_node, bad_ctrl=bad)
-    _build_cfg(kernel)
-    return kernel
+    return kernel_of_program(program_of_items(name, line, items, sem), sem)
 
 
-def _build_cfg(k: Kernel) -> None:
-    nodes = k.nodes
-    n = len(nodes)
+def kernel_of_program(p: Program, sem: Semantics) -> Kernel:
+    effects = sem.effects
+    nodes = [
+        Node(i, ln, cc, tc, text, ctrl, effects(text), end)
+        for i, (ln, cc, tc, text, ctrl, end) in enumerate(
+            zip(p.lines, p.ctrl_cols, p.text_cols, p.texts, p.ctrls, p.end_cols, strict=True)
+        )
+    ]
+    return Kernel(p.name, p.section_line, nodes, p.blocks, p.label_node, p.unresolved, p.bad_ctrl)
+
+
+# ---------------------------------------------------------------- CFG
+
+
+def _build_cfg(p: Program) -> None:
+    facts = p.facts
+    n = len(facts)
     leaders = {0} if n else set()
-    leaders.update(i for i in k.label_node.values() if i < n)
-    for nd in nodes:
-        f = nd.eff.flags
-        if f & {"branch", "exit", "ret", "indirect"} and nd.idx + 1 < n:
-            leaders.add(nd.idx + 1)
+    leaders.update(i for i in p.label_node.values() if i < n)
+    leaders.update(itertools.compress(range(1, n + 1), map(_FLOW, facts)))
+    leaders.discard(n)
     starts = sorted(leaders)
     block_of = [0] * n
+    blocks = p.blocks
     for bi, s in enumerate(starts):
         e = starts[bi + 1] if bi + 1 < len(starts) else n
-        k.blocks.append(Block(bi, s, e))
-        for i in range(s, e):
-            block_of[i] = bi
+        blocks.append(Block(bi, s, e))
+        block_of[s:e] = [bi] * (e - s)
     labels_at: dict[int, list[str]] = {}
-    for lab, i in k.label_node.items():
+    for lab, i in p.label_node.items():
         labels_at.setdefault(i, []).append(lab)
-    for b in k.blocks:
+    label_node = p.label_node
+    for b in blocks:
         b.labels = labels_at.get(b.start, [])
-        last = nodes[b.end - 1]
-        eff = last.eff
-        conditional = eff.guard is not None or (eff.guard_neg and not eff.never)
+        last = b.end - 1
+        f = facts[last]
+        s = f.s
+        never = bool(f.fb & F_NEVER)
+        conditional = f.guard is not None or (s.guard_neg and not never)
         succ: list[int] = []
         falls = True
-        if eff.never:
+        flags = s.flags
+        if never:
             pass
-        elif "exit" in eff.flags or "ret" in eff.flags:
+        elif "exit" in flags or "ret" in flags:
             falls = conditional
-        elif "indirect" in eff.flags:
+        elif "indirect" in flags:
             falls = conditional
-            if not eff.indirect:
-                k.unresolved.append((last.idx, "indirect branch without BRANCH_TARGETS annotation"))
-            for t in eff.indirect:
-                if t in k.label_node and k.label_node[t] < n:
-                    succ.append(block_of[k.label_node[t]])
-        elif "branch" in eff.flags:
-            div = {"DIV", "CONV", "ANY"} & set(eff.modifiers)
+            if not s.indirect:
+                p.unresolved.append((last, "indirect branch without BRANCH_TARGETS annotation"))
+            for t in s.indirect:
+                if t in label_node and label_node[t] < n:
+                    succ.append(block_of[label_node[t]])
+        elif "branch" in flags:
+            div = {"DIV", "CONV", "ANY"} & set(s.modifiers)
             falls = conditional or bool(div)
-            for t in eff.targets:
-                if t in k.label_node and k.label_node[t] < n:
-                    succ.append(block_of[k.label_node[t]])
+            for t in f.targets:
+                if t in label_node and label_node[t] < n:
+                    succ.append(block_of[label_node[t]])
                 else:
-                    k.unresolved.append((last.idx, f"branch target {t} not found"))
+                    p.unresolved.append((last, f"branch target {t} not found"))
         if falls and b.end < n:
             succ.append(block_of[b.end])
         b.succs = list(dict.fromkeys(succ))
-    for b in k.blocks:
+    for b in blocks:
         for s in b.succs:
-            k.blocks[s].preds.append(b.idx)
+            blocks[s].preds.append(b.idx)

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sass_lsp.analysis.program import Kernel, kernels_of
+from sass_lsp.analysis.program import (
+    C_SETS,
+    C_YIELD,
+    Kernel,
+    Program,
+    gc_paused,
+    program_of_items,
+    program_of_kernel,
+)
 from sass_lsp.isa.semantics import Semantics, load_semantics
 from sass_lsp.model import Module
 
@@ -34,47 +42,62 @@ class BlockTimeline:
 def timeline(module: Module, arch: str, kernel: str) -> list[BlockTimeline]:
     """Per-block timelines of ``kernel`` (name without ``.text.``); empty if there is no such kernel."""
     sem = load_semantics(arch)
-    for k in kernels_of(module, sem):
-        if k.name == kernel:
-            return kernel_timeline(k, sem)
+    for sec in module.sections:
+        if sec.name.startswith(".text.") and sec.name[len(".text.") :] == kernel:
+            with gc_paused():
+                return program_timeline(program_of_items(kernel, sec.line, sec.items, sem), sem)
     return []
 
 
 def kernel_timeline(k: Kernel, sem: Semantics) -> list[BlockTimeline]:
+    with gc_paused():
+        return program_timeline(program_of_kernel(k, sem), sem)
+
+
+def program_timeline(p: Program, sem: Semantics) -> list[BlockTimeline]:
+    assumed: dict[str | None, int] = {}
+
+    def latency(queue: str | None) -> int:
+        hit = assumed.get(queue)
+        if hit is None:
+            hit = assumed[queue] = sem.assumed_latency(queue)
+        return hit
+
     out = []
-    for b in k.blocks:
+    lines, cts, facts = p.lines, p.cts, p.facts
+    for b in p.blocks:
         issues: list[Issue] = []
         ready: dict[int, tuple[int, int, str]] = {}  # sb -> (ready cycle, producer line, queue)
         t = 0
-        prev = None
+        reasons: tuple[str, ...] = ()
         for i in range(b.start, b.end):
-            nd = k.nodes[i]
-            reasons: list[str] = []
+            flags, rsb, wsb, stall, wait, _syn = cts[i]
+            line = lines[i]
             base = t
-            if prev is not None:
-                reasons.append(f"S{prev.ctrl.stall:02d} after line {prev.line}")
-                if prev.ctrl.yield_flag:
-                    reasons.append(f"yield hint after line {prev.line}")
-            waited_until = base
-            for sb in range(6):
-                if nd.ctrl.wait_mask >> sb & 1 and sb in ready:
-                    rc, pl, q = ready.pop(sb)
-                    if rc > waited_until:
-                        waited_until = rc
-                    reasons.append(
-                        f"SB{sb} set by line {pl} ({q}, assumed {sem.assumed_latency(q)} cycles)"
-                        + (f": waits {rc - base}" if rc > base else ": already done")
-                    )
-            t = waited_until
-            issues.append(Issue(nd.line, t, t - base, tuple(reasons)))
-            for sb in (nd.ctrl.write_sb, nd.ctrl.read_sb):
-                if sb is not None:
-                    lat = sem.assumed_latency(nd.eff.queue) if sb == nd.ctrl.write_sb else 1
-                    old = ready.get(sb, (0, 0, ""))[0]
-                    ready[sb] = (max(old, t + lat), nd.line, nd.eff.queue or nd.eff.opcode)
-            t += nd.ctrl.stall
-            prev = nd
-        first = k.nodes[b.start].line
-        last = k.nodes[b.end - 1].line
-        out.append(BlockTimeline(first, last, tuple(issues), t))
+            if wait and ready:
+                more = list(reasons)
+                waited_until = base
+                for sb in range(6):
+                    if wait >> sb & 1 and sb in ready:
+                        rc, pl, q = ready.pop(sb)
+                        if rc > waited_until:
+                            waited_until = rc
+                        more.append(
+                            f"SB{sb} set by line {pl} ({q}, assumed {latency(q)} cycles)"
+                            + (f": waits {rc - base}" if rc > base else ": already done")
+                        )
+                reasons = tuple(more)
+                t = waited_until
+            issues.append(Issue(line, t, t - base, reasons))
+            if flags & C_SETS:
+                s = facts[i].s
+                for sb in (wsb, rsb):
+                    if sb is not None:
+                        lat = latency(s.queue) if sb == wsb else 1
+                        old = ready.get(sb, (0, 0, ""))[0]
+                        ready[sb] = (max(old, t + lat), line, s.queue or s.opcode)
+            t += stall
+            after = f"S{stall:02d} after line {line}"
+            reasons = (after, f"yield hint after line {line}") if flags & C_YIELD else (after,)
+        out.append(BlockTimeline(lines[b.start], lines[b.end - 1], tuple(issues), t))
     return out

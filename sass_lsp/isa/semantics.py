@@ -128,6 +128,10 @@ class Semantics:
         self.var_latency: dict[str, dict] = data.get("var_latency", {})
         self.params: dict[str, dict] = data.get("params", {})
         self._info_cache: dict[tuple[str, tuple[str, ...]], dict] = {}
+        self._eff: dict[str, Effects] = {}
+        self._shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
+        self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
+        self.memo: dict[str, object] = {}  # consumers' caches of what they derive (the hazard checker's)
 
     def op_info(self, opcode: str, modifiers: tuple[str, ...]) -> dict:
         key = (opcode, modifiers)
@@ -180,7 +184,91 @@ class Semantics:
         return int(row["cycles"]) if row else 0
 
     def effects(self, text: str) -> Effects:
-        return _effects(self.arch, text)
+        hit = self._eff.get(text)
+        if hit is None:
+            shape, nums = self.shape_of(text)
+            hit = shape.effects(text, nums)
+            if len(self._eff) >= _CACHE_MAX:
+                self._eff.clear()
+            self._eff[text] = hit
+        return hit
+
+    def shape_of(self, text: str) -> tuple[Shape, list[int]]:
+        """``(shape, register numbers)`` of one instruction text (see :class:`Shape`)."""
+        shapes, nums = self.shapes_of([text])
+        return shapes[0], nums[0]
+
+    def shapes_of(self, texts: list[str]) -> tuple[list[Shape], list[list[int]]]:
+        """The shape and register numbers of many texts (found in one pass): two lists aligned with
+        ``texts``; each numbers list is the caller's."""
+        joined = "\n".join(texts)
+        if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
+            if len(texts) == 1:
+                return [self._own_shape(texts[0])], [[]]
+            pairs = [self.shape_of(t) for t in texts]
+            return [sh for sh, _n in pairs], [n for _s, n in pairs]
+        parts = _TOK.split(_HEX.sub(_HEX_HOLE, _LAB.sub(_LAB_HOLE, joined)))
+        nums_all = [*map(int, parts[2::3])]
+        parts[2::3] = [_HOLE] * len(nums_all)
+        big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
+        shapes_out: list[Shape] = []
+        nums_out: list[list[int]] = []
+        add_shape, add_nums = shapes_out.append, nums_out.append
+        shapes = self._shapes
+        pos = 0
+        for text, template in zip(texts, "".join(parts).split("\n"), strict=True):
+            shape = shapes.get(template, _MISSING)
+            if shape is _MISSING:
+                shape = self._new_shape(text, template)
+            if shape is None:
+                pos += template.count(_HOLE)
+                add_shape(self._own_shape(text))
+                add_nums([])
+                continue
+            n = shape.nslots
+            if not n:
+                add_shape(shape)
+                add_nums([])
+                continue
+            nums = nums_all[pos : pos + n]
+            pos += n
+            for k, cap in shape.all_caps if big else shape.tight:
+                if nums[k] > cap:
+                    add_shape(self._own_shape(text))
+                    add_nums([])
+                    break
+            else:
+                add_shape(shape)
+                add_nums(nums)
+        return shapes_out, nums_out
+
+    def _new_shape(self, text: str, template: str) -> Shape | None:
+        """The shape of ``template`` scanned from ``text``; None if the template has none. A text with a
+        number beyond its slot's cap cannot stand for the template (its spans are clipped): None, and the
+        template stays unknown."""
+        tokens = _tokens(text)
+        try:
+            shape = Shape(template, _scan(self, text), tokens)
+        except _NotAShape:
+            shape = None
+        else:
+            nums = [int(t) for _p, t, is_reg in tokens if is_reg]
+            if any(n > cap for n, cap in zip(nums, shape.caps, strict=True)):
+                return None
+        if len(self._shapes) >= _CACHE_MAX:
+            self._shapes.clear()
+        self._shapes[template] = shape
+        return shape
+
+    def _own_shape(self, text: str) -> Shape:
+        """The shape of one text on its own (no holes)."""
+        shape = self._own.get(text)
+        if shape is None:
+            shape = Shape(text, _scan(self, text), [])
+            if len(self._own) >= _CACHE_MAX:
+                self._own.clear()
+            self._own[text] = shape
+        return shape
 
 
 @functools.cache
@@ -318,17 +406,45 @@ def _conv_widths(opcode: str, mods: tuple[str, ...]) -> tuple[int, int]:
     return (2 if dst_t == 64 else 1), (2 if src_t == 64 else 1)
 
 
-@functools.lru_cache(maxsize=1 << 18)
-def _effects(arch: str, text: str) -> Effects:
-    sem = load_semantics(arch)
+@dataclass
+class _Scan:
+    """One scanned text: its :class:`Effects` and where the scanner read what (positions in the text).
+
+    ``cons``: every register index read, as ``(position, kind, width, units)`` (position -1: units named
+    without a number, ``PR``); operand ``i`` of ``eff.dsts`` (``srcs``) took its units from
+    ``cons[a:b]`` with ``(a, b) = dst_rng[i]`` (``src_rng[i]``). ``imm_at``: ``(position of the hex
+    digits, negative)`` per ``eff.imm`` entry; ``target_at``: position of each target label;
+    ``mem``: ``(start, end)`` of each memory operand. :class:`Shape` uses them to re-number registers
+    and re-read immediates and labels without scanning again.
+    """
+
+    eff: Effects
+    cons: list[tuple[int, str, int, tuple[int, ...]]]
+    dst_rng: list[tuple[int, int]]
+    src_rng: list[tuple[int, int]]
+    imm_at: list[tuple[int, bool]]
+    target_at: list[int]
+    mem: list[tuple[int, int]]
+
+
+def _scan(sem: Semantics, text: str) -> _Scan:
+    """Scan one instruction text (see :class:`_Scan`)."""
+    cons: list[tuple[int, str, int, tuple[int, ...]]] = []
+    dst_rng: list[tuple[int, int]] = []
+    src_rng: list[tuple[int, int]] = []
+    imm_at: list[tuple[int, bool]] = []
+    target_at: list[int] = []
+    mem: list[tuple[int, int]] = []
     body = text.split("//", 1)[0]
     indirect: tuple[str, ...] = ()
+    cut = shift = 0  # body positions >= cut are text positions - shift (an annotation was cut out)
     m = _ANNOT.search(body)
     if m:
         ann = m.group(1)
         if ann.startswith("BRANCH_TARGETS"):
             indirect = tuple(t.strip() for t in ann[len("BRANCH_TARGETS") :].split(",") if t.strip())
         body = body[: m.start()] + body[m.end() :]
+        cut, shift = m.start(), m.end() - m.start()
     body = body.rstrip().rstrip(";").rstrip()
     pos = 0
     guard = None
@@ -338,11 +454,13 @@ def _effects(arch: str, text: str) -> Effects:
         guard_neg = gm.group(1) == "!"
         kind = gm.group(2)
         guard = _unit(kind, gm.group(3))
+        cons.append((gm.start(3), kind, 1, () if guard is None else (guard,)))
         never = guard is None and guard_neg
         pos = gm.end()
     om = _OPC.match(body, pos)
     if not om:
-        return Effects("?", (), guard, guard_neg, never, (), (), "unknown", False, None)
+        eff = Effects("?", (), guard, guard_neg, never, (), (), "unknown", False, None)
+        return _Scan(eff, cons, dst_rng, src_rng, imm_at, target_at, mem)
     opcode = om.group(1)
     mods = tuple(x for x in om.group(2).split(".") if x)
     rest_col = om.end()
@@ -380,9 +498,11 @@ def _effects(arch: str, text: str) -> Effects:
             lm = _LABEL.match(op)
             if lm:
                 targets.append(lm.group(1))
+                target_at.append(col + 2)
             continue
         if _INT.match(op):
             imms.append(int(op, 16))
+            imm_at.append((col + op.index("x") + 1, op.startswith("-")))
             if not is_dst:
                 src_idx += 1
             continue
@@ -395,15 +515,21 @@ def _effects(arch: str, text: str) -> Effects:
                 if x.strip().isdigit():
                     sb_set |= 1 << int(x)
             continue
+        first = len(cons)
         if op == "PR" or op.endswith("PR"):
             units = ALL_PREDS
+            cons.append((-1, "P", 0, units))  # no register number: position -1
             if is_dst:
                 dsts.append(Operand(units, "dst", col=col))
+                dst_rng.append((first, first + 1))
             else:
                 srcs.append(Operand(units, "src", col=col))
+                src_rng.append((first, first + 1))
             continue
         if "[" in op:
-            srcs.append(Operand(_mem_units(op, opcode, mods, ops), "addr", col=col))
+            mem.append((col, col + len(op)))
+            srcs.append(Operand(_mem_units(op, col, ops, cons), "addr", col=col))
+            src_rng.append((first, len(cons)))
             if not is_dst:
                 src_idx += 1
             continue
@@ -419,15 +545,19 @@ def _effects(arch: str, text: str) -> Effects:
         if "64" in sufs:
             w = max(w, 2)
         units = _span(kind, idx, w)
+        cons.append((col + rm.start(2), kind, w, units))
         hi = 1 if info.get("width") == "wide" and len(units) == 2 else 0
         if is_dst:
             dsts.append(Operand(units, "dst", col=col, hi=hi))
+            dst_rng.append((first, first + 1))
         else:
             srcs.append(Operand(units, "src", slot=src_idx, reuse=reuse, col=col, hi=hi))
+            src_rng.append((first, first + 1))
             src_idx += 1
     if guard is not None:
         srcs.append(Operand((guard,), "guard", col=0))
-    return Effects(
+        src_rng.append((0, 1))
+    eff = Effects(
         opcode,
         mods,
         guard,
@@ -446,6 +576,238 @@ def _effects(arch: str, text: str) -> Effects:
         frozenset(u for o in dsts for u in o.units),
         frozenset(u for o in srcs for u in o.units),
     )
+    if shift:  # back to text positions
+
+        def at(p: int) -> int:
+            return p + shift if p >= cut else p
+
+        cons = [(at(p), *rest) for p, *rest in cons]
+        imm_at = [(at(p), neg) for p, neg in imm_at]
+        target_at = [at(p) for p in target_at]
+        mem = [(at(a), at(b)) for a, b in mem]
+    return _Scan(eff, cons, dst_rng, src_rng, imm_at, target_at, mem)
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _effects(arch: str, text: str) -> Effects:
+    """Kept for callers that clear it (``tools/isa/build_semantics.py``); the caches live on
+    :class:`Semantics` (per table, so a rebuilt table never sees effects scanned with an old one)."""
+    return load_semantics(arch).effects(text)
+
+
+# ---------------------------------------------------------------- shapes
+
+# Holes in an instruction text, the parts a shape leaves open:
+# - a register number: R12, UR4, P0, UP1 (no leading zeros; the letter not part of a longer word). Group 1
+#   is the letter, group 2 the digits; the regex starts with the letter so the engine skips ahead quickly.
+# - the digits of a hex literal (0x1f): ``_HEX``;
+# - the name of a label (`(.L_x_3); word characters, dots and $ only, so that no name changes how the
+#   scanner splits operands): ``_LAB``. Labels are found first: what is inside one belongs to it.
+# ASCII word boundaries: a text with other letters may get a shape of its own, never a wrong one.
+_TOK = re.compile(r"([RP])(?:(?<![\w][RP])|(?<=U[RP])(?<![\w]U[RP]))(0|[1-9][0-9]*)(?![\w])", re.ASCII)
+_HEX = re.compile(r"0x[0-9a-fA-F]+(?![\w])", re.ASCII)
+_LAB = re.compile(r"`\([\w.$]+(?=\))", re.ASCII)
+_HOLE = "\x00"  # a register number in a template
+_OHOLE = "\x01"  # hex digits or a label in a template
+_HEX_HOLE = "0x" + _OHOLE
+_LAB_HOLE = "`(" + _OHOLE
+_MISSING = object()
+_CACHE_MAX = 1 << 18
+_R_CAP = ZERO_INDEX["R"] - 1  # the cap of a one-register GPR slot
+
+
+def _masked(m: re.Match) -> str:
+    return "`(" + _OHOLE * (m.end() - m.start() - 2)
+
+
+def _tokens(text: str) -> list[tuple[int, str, bool]]:
+    """Every hole of ``text`` as ``(position, text, is a register number)``, in text order."""
+    labels = [(m.start() + 2, m.group()[2:], False) for m in _LAB.finditer(text)]
+    if labels:
+        text = _LAB.sub(_masked, text)  # same positions, nothing inside a label left to find
+    hexes = [(m.start() + 2, m.group()[2:], False) for m in _HEX.finditer(text)]
+    regs = [(m.start(2), m.group(2), True) for m in _TOK.finditer(text)]
+    if labels or hexes:
+        return sorted(labels + hexes + regs) if regs else sorted(labels + hexes)
+    return regs
+
+
+class Shape:
+    """What the scanner finds in every instruction text that differs from ``template`` only in its holes:
+    register numbers (``nums``, in order), hex digits and label names (see :func:`_template`).
+
+    Operand units are segments ``(slot, base, width)``, the registers ``base + nums[slot]`` onwards, or
+    ``(-1, units, 0)`` for units that do not depend on a number. ``caps[k]``: the largest number slot ``k``
+    may hold (beyond it the scanner would clip the span or read the zero register, so such a text gets a
+    shape of its own). ``imm``/``targets``: the fixed values, or None when they come from holes (then
+    :meth:`extras` reads them). A shape with no holes stands for one text; ``const`` is its
+    :class:`Effects`. ``memo`` is free for consumers to cache what they derive from a shape (the hazard
+    checker does).
+    """
+
+    __slots__ = (
+        "template",
+        "nslots",
+        "caps",
+        "all_caps",
+        "tight",
+        "head",
+        "imm",
+        "targets",
+        "imm_spec",
+        "target_spec",
+        "guard",
+        "dsts",
+        "srcs",
+        "const",
+        "memo",
+    )
+
+    def __init__(self, template: str, scan: _Scan, tokens: list[tuple[int, str, bool]]) -> None:
+        eff = scan.eff
+        self.template = template
+        self.memo = None
+        reg_at: dict[int, int] = {}  # position -> register slot
+        other_at: dict[int, int] = {}  # position -> index among the other holes
+        for pos, _t, is_reg in tokens:
+            if is_reg:
+                reg_at[pos] = len(reg_at)
+            else:
+                other_at[pos] = len(other_at)
+        n = len(reg_at)
+        segs = []
+        kinds: list[str | None] = [None] * n
+        caps = [0] * n
+        for pos, kind, w, units in scan.cons:
+            k = reg_at.get(pos)
+            if k is None:
+                segs.append((-1, units, 0))
+                continue
+            kinds[k] = kind
+            caps[k] = ZERO_INDEX[kind] - w
+            segs.append((k, UNIT_BASE[kind], w))
+        if None in kinds:
+            raise _NotAShape  # a number the scanner did not read as a register (inside a label, ...)
+        # Every other hole is an immediate, a label, or inside a memory operand (offsets, banks).
+        used = {p for p, _neg in scan.imm_at} | set(scan.target_at)
+        for pos in other_at:
+            if pos not in used and not any(a <= pos < b for a, b in scan.mem):
+                raise _NotAShape
+        self.imm_spec = tuple(
+            (other_at.get(p, -1), neg, v) for (p, neg), v in zip(scan.imm_at, eff.imm, strict=True)
+        )
+        self.target_spec = tuple(
+            (other_at.get(p, -1), t) for p, t in zip(scan.target_at, eff.targets, strict=True)
+        )
+        self.imm = None if any(j >= 0 for j, _n, _v in self.imm_spec) else eff.imm
+        self.targets = None if any(j >= 0 for j, _t in self.target_spec) else eff.targets
+        self.nslots = n
+        self.caps = tuple(caps)
+        self.all_caps = tuple(enumerate(caps))
+        self.tight = tuple((k, cap) for k, cap in self.all_caps if cap < _R_CAP)  # not a plain GPR
+        self.head = (
+            eff.opcode,
+            eff.modifiers,
+            eff.guard_neg,
+            eff.never,
+            eff.pipe,
+            eff.variable,
+            eff.queue,
+            eff.flags,
+            eff.indirect,
+            eff.sb_set,
+        )
+        self.guard = (-1, eff.guard)  # (slot, base) as for segments, or (-1, the unit or None)
+        if eff.guard is not None and segs[0][0] >= 0:
+            self.guard = segs[0][:2]
+
+        def where(col: int) -> tuple[int, int]:
+            """(column with the holes before it empty, number of holes before it)."""
+            before = [len(t) for start, t, _r in tokens if start < col]
+            return col - sum(before), len(before)
+
+        self.dsts = tuple(
+            (tuple(segs[a:b]), *where(op.col), op.hi)
+            for op, (a, b) in zip(eff.dsts, scan.dst_rng, strict=True)
+        )
+        self.srcs = tuple(
+            (tuple(segs[a:b]), op.role, op.slot, op.reuse, *where(op.col), op.hi)
+            for op, (a, b) in zip(eff.srcs, scan.src_rng, strict=True)
+        )
+        self.const = eff if not tokens else None
+
+    def extras(self, text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """``(imm, targets)`` of ``text`` (one of this shape's texts)."""
+        other = [t for _p, t, is_reg in _tokens(text) if not is_reg]
+        imm = self.imm
+        if imm is None:
+            imm = tuple(
+                v if j < 0 else -int(other[j], 16) if neg else int(other[j], 16)
+                for j, neg, v in self.imm_spec
+            )
+        targets = self.targets
+        if targets is None:
+            targets = tuple(t if j < 0 else other[j] for j, t in self.target_spec)
+        return imm, targets
+
+    def effects(self, text: str, nums: list[int]) -> Effects:
+        """The :class:`Effects` of ``text`` (one of this shape's texts, register numbers ``nums``)."""
+        if self.const is not None:
+            return self.const
+        pre = [0]
+        for _p, t, _r in _tokens(text):
+            pre.append(pre[-1] + len(t))
+        dsts = tuple(
+            Operand(_seg_units(segs, nums), "dst", col=tcol + pre[nb], hi=hi)
+            for segs, tcol, nb, hi in self.dsts
+        )
+        srcs = tuple(
+            Operand(_seg_units(segs, nums), role, slot=slot, reuse=reuse, col=tcol + pre[nb], hi=hi)
+            for segs, role, slot, reuse, tcol, nb, hi in self.srcs
+        )
+        gslot, gbase = self.guard
+        guard = gbase if gslot < 0 else gbase + nums[gslot]
+        opcode, mods, guard_neg, never, pipe, var, queue, flags, indirect, sb_set = self.head
+        imm, targets = self.extras(text)
+        return Effects(
+            opcode,
+            mods,
+            guard,
+            guard_neg,
+            never,
+            dsts,
+            srcs,
+            pipe,
+            var,
+            queue,
+            flags,
+            targets,
+            indirect,
+            imm,
+            sb_set,
+            frozenset(u for o in dsts for u in o.units),
+            frozenset(u for o in srcs for u in o.units),
+        )
+
+
+def hole_widths(text: str) -> list[int]:
+    """The length of each hole of ``text`` in order (what shifts columns between a shape's texts)."""
+    return [len(t) for _p, t, _r in _tokens(text)]
+
+
+class _NotAShape(Exception):
+    pass
+
+
+def _seg_units(segs: tuple, nums: list[int]) -> tuple[int, ...]:
+    out: tuple[int, ...] = ()
+    for slot, base, w in segs:
+        if slot < 0:
+            out += base
+        else:
+            first = base + nums[slot]
+            out += tuple(range(first, first + w))
+    return out
 
 
 def _count_dsts(rule: str, ops: list[tuple[str, int]]) -> int:
@@ -518,8 +880,8 @@ def _width_rules(opcode: str, mods: tuple[str, ...], info: dict):
     return lambda i, is_dst, n_dst, kind: 1
 
 
-def _mem_units(op: str, opcode: str, mods: tuple[str, ...], ops: list[tuple[str, int]]) -> tuple[int, ...]:
-    """Registers read by an address / constant-bank / descriptor operand."""
+def _mem_units(op: str, col: int, ops: list[tuple[str, int]], cons: list) -> tuple[int, ...]:
+    """Registers read by an address / constant-bank / descriptor operand (``op`` starts at ``col``)."""
     units: list[int] = []
     prefix = op[: op.index("[")]
     for m in _MEMREG.finditer(op):
@@ -530,5 +892,7 @@ def _mem_units(op: str, opcode: str, mods: tuple[str, ...], ops: list[tuple[str,
             w = 2  # a 64-bit descriptor in a UR pair
             if prefix == "gdesc" and not any(_REG.match(o) and o.startswith("R") for o, _ in ops[1:2]):
                 w = 4  # HGMMA with A and B both from shared memory: two descriptors
-        units.extend(_span(kind, idx, w))
+        span = _span(kind, idx, w)
+        cons.append((col + m.start(2), kind, w, span))
+        units.extend(span)
     return tuple(units)
