@@ -23,7 +23,7 @@ def _codes(body: str, arch: str = "sm_90") -> list[tuple[int, str]]:
 
 
 OK_LOAD = """\
-  [B------:R-:W0:-:S01]  LDG.E R4, desc[UR4][R2.64] ;
+  [B------:R-:W0:-:S02]  LDG.E R4, desc[UR4][R2.64] ;
   [B0-----:R-:W-:Y:S04]  IADD3 R5, R4, 0x1, RZ ;
   [B------:R-:W-:Y:S05]  EXIT ;
 """
@@ -55,6 +55,14 @@ def test_clean_fixture() -> None:
             "  [B------:R-:W0:-:S01]  LDG.E R4, desc[UR4][R2.64] ;\n"
             "  [B------:R-:W-:Y:S04]  MOV R4, 0x1 ;\n  [B0-----:R-:W-:Y:S05]  EXIT ;\n",
             [(4, "SASS004")],
+        ),
+        # SASS016: a wait one cycle after its scoreboard's setter
+        (OK_LOAD.replace("W0:-:S02", "W0:-:S01"), [(4, "SASS016")]),
+        # SASS017: UR9 rewritten one cycle after a uniform instruction read it
+        (
+            "  [B------:R-:W-:-:S01]  ULEA.HI.X.SX32 UR4, UR4, UR9, 0x2, UP0 ;\n"
+            "  [B------:R-:W-:-:S01]  ULDC.64 UR8, c[0x0][0x208] ;\n  [B------:R-:W-:Y:S05]  EXIT ;\n",
+            [(4, "SASS017")],
         ),
         # SASS006: wait on nothing
         ("  [B--2---:R-:W-:Y:S04]  MOV R4, 0x1 ;\n  [B------:R-:W-:Y:S05]  EXIT ;\n", [(3, "SASS006")]),

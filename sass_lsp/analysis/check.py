@@ -11,6 +11,7 @@ import operator
 
 from sass_lsp.analysis.findings import RULES, Finding, Related
 from sass_lsp.analysis.hazards import Checker
+from sass_lsp.analysis.issue_gaps import issue_gap_rules
 from sass_lsp.analysis.program import (
     F_CALL,
     F_DEPBAR,
@@ -46,6 +47,7 @@ def check_kernel(k: Kernel, sem: Semantics) -> list[Finding]:
 def check_program(p: Program, sem: Semantics) -> list[Finding]:
     findings = Checker(None, sem, program=p).run()
     findings.extend(_local_rules(p))
+    findings.extend(issue_gap_rules(p, sem))
     return findings
 
 

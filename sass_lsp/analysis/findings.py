@@ -55,5 +55,7 @@ RULES: dict[str, Rule] = {
         Rule("SASS013", "error", "register of an in-flight HGMMA accessed before WARPGROUP.DEPBAR"),
         Rule("SASS014", "warning", "control flow the checker cannot follow"),
         Rule("SASS015", "error", "instruction or control field the checker cannot parse"),
+        Rule("SASS016", "error", "a wait issues before the scoreboard it waits on is set"),
+        Rule("SASS017", "error", "a uniform register rewritten before a uniform instruction read it"),
     )
 }

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from sass_lsp.analysis.program import Kernel, build_kernel, decode_ctrl, encode_ctrl
-from sass_lsp.isa.semantics import Semantics
+from sass_lsp.isa.semantics import UNIT_BASE, Semantics
 from sass_lsp.model import Instruction, SectionBlock
 
 PER_CLASS_PER_KERNEL = 4
@@ -98,6 +98,19 @@ def mutations(
                     break
                 if p.eff.def_units & c.eff.def_units or dist > 16:
                     break
+        # issue gaps: a scoreboard's setter directly followed by a wait on it, a uniform-datapath read
+        # directly followed by a write of that register (cut to one cycle: SASS016 / SASS017)
+        for i in range(b.start, b.end - 1):
+            p, nxt = k.nodes[i], k.nodes[i + 1]
+            if p.ctrl.stall < 2 or p.eff.never:
+                continue
+            if any(
+                sb is not None and nxt.ctrl.wait_mask >> sb & 1 for sb in (p.ctrl.write_sb, p.ctrl.read_sb)
+            ):
+                found["early_wait"].append((p, nxt))
+            uniform_reads = {u for u in p.eff.use_units if u >= UNIT_BASE["UR"]}
+            if p.eff.pipe in ("uniform", "umov") and not p.eff.variable and uniform_reads & nxt.eff.def_units:
+                found["early_uniform_write"].append((p, nxt))
         for i in range(b.start, b.end):
             nd = k.nodes[i]
             if "bar_sync" in nd.eff.flags:
@@ -151,6 +164,14 @@ def mutations(
                     j = by_line[n.line]
                     new[j] = with_ctrl(new[j], stall=1 + (budget if idx == 0 else 0))
                 yield cls, new, c.line, {"SASS002"}
+            elif cls in ("early_wait", "early_uniform_write"):
+                param = "scoreboard_set_cycles" if cls == "early_wait" else "uniform_war_cycles"
+                if not (sem.param(param) or 0) > 1:
+                    continue  # the arch's table has no such gap: nothing to flag
+                p, nxt = cand
+                j = by_line[p.line]
+                new[j] = with_ctrl(new[j], stall=1)
+                yield cls, new, nxt.line, {"SASS016" if cls == "early_wait" else "SASS017"}
             elif cls == "bar_to_shared":
                 bar, sh = cand
                 for n in k.nodes[bar.idx : sh.idx]:
