@@ -7,8 +7,12 @@ looks up latencies by (producer pipe, consumer pipe, operand kind) with provenan
 ``measured > 3rd > exp > guess``.
 
 The scanner is deliberately not :func:`sass_lsp.isa.syntax.parse_instruction`: that parser builds a full
-typed tree (~80 us per line), while the hazard checker needs only register sets (a few us). A test checks
-that both agree on the registers each corpus line names.
+typed tree (~80 us per line), while the hazard checker needs only register sets. A test checks that both
+agree on the registers each corpus line names. Even so a scan costs tens of microseconds, so texts are
+scanned per :class:`Shape`: the text with its register numbers, hex digits and label names left as holes.
+One scan records where each unit, immediate and target came from; every other text of the shape is
+re-numbered from its holes (a test checks that this equals a fresh scan). Caches live on the
+:class:`Semantics` instance.
 
 Architecture Invariant: no IO except reading the packaged JSON once per arch; no arch fallback.
 """
@@ -208,7 +212,7 @@ class Semantics:
             pairs = [self.shape_of(t) for t in texts]
             return [sh for sh, _n in pairs], [n for _s, n in pairs]
         parts = _TOK.split(_HEX.sub(_HEX_HOLE, _LAB.sub(_LAB_HOLE, joined)))
-        nums_all = [*map(int, parts[2::3])]
+        nums_all = list(map(_INTS.__getitem__, parts[2::3]))
         parts[2::3] = [_HOLE] * len(nums_all)
         big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
         shapes_out: list[Shape] = []
@@ -339,6 +343,12 @@ def _span(kind: str, idx: str, width: int) -> tuple[int, ...]:
 
 
 def _split_operands(rest: str) -> list[tuple[str, int]]:
+    if not any(ch in rest for ch in "[({])}"):  # no nesting: every comma splits
+        out, start = [], 0
+        for piece in rest.split(","):
+            out.append((piece, start))
+            start += len(piece) + 1
+        return out
     out, depth, start = [], 0, 0
     for i, ch in enumerate(rest):
         if ch in "[({":
@@ -613,6 +623,16 @@ _HEX_HOLE = "0x" + _OHOLE
 _LAB_HOLE = "`(" + _OHOLE
 _MISSING = object()
 _CACHE_MAX = 1 << 18
+
+
+class _Ints(dict):
+    """Digits -> int, precomputed for register numbers (a lookup is cheaper than ``int()``)."""
+
+    def __missing__(self, digits: str) -> int:
+        return int(digits)
+
+
+_INTS = _Ints((str(i), i) for i in range(512))
 _R_CAP = ZERO_INDEX["R"] - 1  # the cap of a one-register GPR slot
 
 
