@@ -723,7 +723,7 @@ class Checker:
                     end_col=end,
                 )
             )
-        if ctrl.yield_flag and s.has_reuse:
+        if ctrl.yield_flag and s.fb & F_REUSE:
             out.append(
                 self._finding(
                     "SASS011",

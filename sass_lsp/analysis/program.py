@@ -206,7 +206,6 @@ class ShapeFacts:
         "dynamic",
         "depbar_keep",
         "gmma_keep",
-        "has_reuse",
         "nslots",
         "use_occ",
         "dst_occ",
@@ -281,7 +280,6 @@ class ShapeFacts:
 
         use_occ = []
         reuse = []
-        self.has_reuse = any(src[3] for src in shape.srcs)
         for segs, role, _slot, is_reuse, tcol, nb, hi in shape.srcs:
             units = occ(segs)
             for j, (slot, add) in enumerate(units):
@@ -309,10 +307,15 @@ def _keeps(imm: tuple[int, ...], le: bool) -> tuple[int, int]:
 
 
 class Facts:
-    """One instruction text as the checker sees it (shared by every node with that text): its shape's
-    facts ``s``, register numbers ``nx`` (see :class:`ShapeFacts`), unit masks, guard unit, text length.
-    ``x``: None, or for a shape whose counts or targets are holes this text's
-    ``(depbar keep, gmma keep, targets)``."""
+    """One instruction text as the checker sees it (shared by every node with that text).
+
+    ``s``: its :class:`ShapeFacts`; ``nx``: its register numbers and a 0 (units are ``nx[slot] + add``);
+    ``use_mask``/``def_mask``: the units it reads/writes as int bit masks; ``guard``: the guard unit;
+    ``tlen``: the text's length; ``reuse``: ``(register, tcol, nb)`` per .reuse source (see
+    :func:`reuse_col`); ``x``: None, or for a shape whose counts or targets are holes this text's
+    ``(depbar keep, gmma keep, targets)``. ``fb``, ``flow``, ``uo``, ``ds``, ``dp`` copy the shape's
+    flags, ``F_FLOW`` bit, ``use_occ``, ``dst_sa`` and ``dst_pipe`` (one lookup fewer per node).
+    """
 
     __slots__ = (
         "s",
@@ -341,24 +344,6 @@ class Facts:
     @property
     def gmma_keep(self) -> int:
         return self.s.gmma_keep if self.x is None else self.x[1]
-
-    @property
-    def uses(self) -> tuple[tuple[int, str], ...]:
-        """(unit, operand kind) per source unit, in operand order."""
-        nx = self.nx
-        return tuple((nx[s] + a, k) for s, a, k, _t in self.s.use_occ)
-
-    @property
-    def dst_units(self) -> tuple[int, ...]:
-        nx = self.nx
-        return tuple(nx[s] + a for s, a in self.s.dst_sa)
-
-    # reuse: ((register, tcol, nb), ...) of the .reuse sources; reuse_col gives the column
-
-    @property
-    def late_mask(self) -> int:
-        """GPRs among the sources: read late by a memory op that sets a read scoreboard."""
-        return self.use_mask & R_MASK
 
 
 def reuse_col(text: str, tcol: int, nb: int) -> int:
@@ -413,9 +398,10 @@ class _Ctx:
     def facts_of(self, texts: list[str]) -> list[Facts]:
         """Facts per text; texts not seen before are scanned together (see ``Semantics.shapes_of``)."""
         cache = self.facts
-        out = list(map(cache.get, texts))
-        if None not in out:
-            return out
+        if cache:
+            out = list(map(cache.get, texts))
+            if None not in out:
+                return out
         new = [t for t in dict.fromkeys(texts) if t not in cache]
         if new:
             if len(cache) + len(new) > 1 << 18:
