@@ -23,6 +23,7 @@ import bisect
 import functools
 import itertools
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -134,6 +135,7 @@ class Semantics:
         self.var_latency: dict[str, dict] = data.get("var_latency", {})
         self.params: dict[str, dict] = data.get("params", {})
         self._info_cache: dict[tuple[str, tuple[str, ...]], dict] = {}
+        self._widths: dict[tuple[str, tuple[str, ...]], object] = {}  # (opcode, mods) -> _width_rules
         self._eff: dict[str, Effects] = {}
         self._shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
         self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
@@ -341,7 +343,7 @@ def _span(kind: str, idx: str, width: int) -> tuple[int, ...]:
     if first is None:
         return ()
     limit = UNIT_BASE[kind] + ZERO_INDEX[kind]
-    return tuple(u for u in range(first, first + width) if u < limit)
+    return tuple(range(first, min(first + width, limit)))  # the units below the zero register
 
 
 def _split_operands(rest: str) -> list[tuple[str, int]]:
@@ -525,9 +527,11 @@ def _scan(sem: Semantics, text: str) -> _Scan:
     rest = body[rest_col:]
     info = sem.op_info(opcode, mods)
     dst_rule = info.get("dst", "n")
-    raw_ops = [
-        (p.strip(), c + rest_col + len(p) - len(p.lstrip())) for p, c in _split_operands(rest) if p.strip()
-    ]
+    raw_ops = []
+    for p, c in _split_operands(rest):
+        stripped = p.strip()
+        if stripped:
+            raw_ops.append((stripped, c + rest_col + len(p) - len(p.lstrip())))
     # BRX R6 -0x110 / CALL.REL.NOINC R6 `(f): several operands without a comma.
     ops: list[tuple[str, int]] = []
     for p, c in raw_ops:
@@ -548,7 +552,9 @@ def _scan(sem: Semantics, text: str) -> _Scan:
     targets: list[str] = []
     imms: list[int] = []
     sb_set = 0
-    widths = _width_rules(opcode, mods, info)
+    widths = sem._widths.get((opcode, mods))
+    if widths is None:
+        widths = sem._widths[(opcode, mods)] = _width_rules(opcode, mods, info)
     src_idx = 0
     for i, (op, col) in enumerate(ops):
         is_dst = i < n_dst
@@ -669,6 +675,8 @@ _HEX_HOLE = "0x" + _OHOLE
 _LAB_HOLE = "`(" + _OHOLE
 _MISSING = object()
 _CACHE_MAX = 1 << 18
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 
 
 class _Ints(dict):
@@ -777,8 +785,8 @@ class Shape:
         self.guard = (-1, guard)  # (slot, base) as for segments, or (-1, the unit or None)
         if guard is not None and segs[0][0] >= 0:
             self.guard = segs[0][:2]
-        starts = [start for start, _t, _r in tokens]
-        ends = list(itertools.accumulate(len(t) for _s, t, _r in tokens))
+        starts = list(map(_FIRST, tokens))
+        ends = list(itertools.accumulate(map(len, map(_SECOND, tokens))))
 
         def where(col: int) -> tuple[int, int]:
             """(column with the holes before it empty, number of holes before it)."""
