@@ -311,7 +311,7 @@ class Facts:
 
     ``s``: its :class:`ShapeFacts`; ``nx``: its register numbers and a 0 (units are ``nx[slot] + add``);
     ``use_mask``/``def_mask``: the units it reads/writes as int bit masks; ``guard``: the guard unit;
-    ``tlen``: the text's length; ``reuse``: ``(register, tcol, nb)`` per .reuse source (see
+    ``reuse``: ``(register, tcol, nb)`` per .reuse source (see
     :func:`reuse_col`); ``x``: None, or for a shape whose counts or targets are holes this text's
     ``(depbar keep, gmma keep, targets)``. ``fb``, ``flow``, ``uo``, ``ds``, ``dp`` copy the shape's
     flags, ``F_FLOW`` bit, ``use_occ``, ``dst_sa`` and ``dst_pipe`` (one lookup fewer per node).
@@ -328,7 +328,6 @@ class Facts:
         "guard",
         "use_mask",
         "def_mask",
-        "tlen",
         "reuse",
         "x",
     )
@@ -426,7 +425,6 @@ class _Ctx:
                 for slot, add, spans in sf.def_var:
                     mask |= spans[nums[slot] + add]
                 f.def_mask = mask
-                f.tlen = len(text.rstrip())
                 f.reuse = tuple([(nums[s] + a, tcol, nb) for s, a, tcol, nb in sf.reuse]) if sf.reuse else ()
                 f.x = None
                 if sf.dynamic:
@@ -522,7 +520,7 @@ class Program:
     def end_cols(self) -> list[int]:
         """1-based column after the instruction text."""
         if self._ends is None:
-            self._ends = list(map(operator.add, self.text_cols, map(_TLEN, self.facts)))
+            self._ends = [c + len(t.rstrip()) for c, t in zip(self.text_cols, self.texts, strict=True)]
         return self._ends
 
 
@@ -582,7 +580,6 @@ _BAD = object()  # cached for an undecodable control field (not a tuple: `in` co
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 _SYN = operator.itemgetter(5)
-_TLEN = operator.attrgetter("tlen")
 _FLOW = operator.attrgetter("flow")
 _CTRL_TEXT = operator.attrgetter("ctrl")
 _TEXT = operator.attrgetter("text")
