@@ -369,23 +369,25 @@ class _Ctx:
             sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ())
         )
         self.ctrl_text: dict[str, tuple[Ctrl, tuple] | None] = {}  # control text -> (Ctrl, ctrl_tuple)
-        self.ctrl_of: dict[Ctrl, tuple] = {}
+        self.ctrl_of: dict[int, tuple[tuple, Ctrl]] = {}  # id(Ctrl) -> (ctrl_tuple, the Ctrl)
 
     def ctrl_tuple(self, c: Ctrl) -> tuple[int, int | None, int | None, int, int, bool]:
         """(C_* flags, read sb, write sb, stall, wait mask, C_SYN or C_YIELD set): what the checker reads
-        of a control code."""
-        hit = self.ctrl_of.get(c)
-        if hit is None:
-            flags = (C_WAIT if c.wait_mask else 0) | (C_YIELD if c.yield_flag else 0)
-            if c.read_sb is not None or c.write_sb is not None:
-                flags |= C_SETS
-            mny = self.max_noyield
-            if c.errors or c.stall == 0 or (mny is not None and not c.yield_flag and c.stall > mny):
-                flags |= C_SYN
-            if len(self.ctrl_of) > 4096:
-                self.ctrl_of.clear()
-            syn = bool(flags & (C_SYN | C_YIELD))
-            hit = self.ctrl_of[c] = (flags, c.read_sb, c.write_sb, c.stall, c.wait_mask, syn)
+        of a control code; one shared tuple per Ctrl object."""
+        entry = self.ctrl_of.get(id(c))  # by identity: hashing a Ctrl hashes its fields
+        if entry is not None and entry[1] is c:  # the entry holds c, so its id is not reused meanwhile
+            return entry[0]
+        flags = (C_WAIT if c.wait_mask else 0) | (C_YIELD if c.yield_flag else 0)
+        if c.read_sb is not None or c.write_sb is not None:
+            flags |= C_SETS
+        mny = self.max_noyield
+        if c.errors or c.stall == 0 or (mny is not None and not c.yield_flag and c.stall > mny):
+            flags |= C_SYN
+        if len(self.ctrl_of) > 4096:
+            self.ctrl_of.clear()
+        syn = bool(flags & (C_SYN | C_YIELD))
+        hit = (flags, c.read_sb, c.write_sb, c.stall, c.wait_mask, syn)
+        self.ctrl_of[id(c)] = (hit, c)
         return hit
 
     def lat_table(self, consumer: str, kind: str) -> _LatTable:
