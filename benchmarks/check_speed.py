@@ -83,17 +83,19 @@ def child(path: str, mode: str, repeat: int) -> None:
     def run(m):  # noqa: ANN001, ANN202
         return check_module(m, "sm_90") if mode == "check" else timeline(m, "sm_90", KERNEL)
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     result = run(module)
-    cold = time.perf_counter() - t
-    warm = []
+    cold, cold_cpu = time.perf_counter() - t, time.process_time() - c
+    warm, warm_cpu = [], []
     for _ in range(repeat):
         module, _ = parse_cuasm(text)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         run(module)
         warm.append(time.perf_counter() - t)
+        warm_cpu.append(time.process_time() - c)
     n = sum(len(s.instructions) for s in module.sections)
-    print(json.dumps({"cold": cold, "warm": warm, "parse": parse, "n": n, "items": len(result)}))
+    out = {"cold": cold, "cold_cpu": cold_cpu, "warm": warm, "warm_cpu": warm_cpu, "parse": parse}
+    print(json.dumps({**out, "n": n, "items": len(result)}))
 
 
 def measure(path: str, mode: str, repeat: int) -> list[dict]:
@@ -128,17 +130,23 @@ def main() -> None:
         check = measure(path, "check", args.repeat)
         tl = measure(path, "timeline", args.repeat)
 
-    def ms(xs: list[float]) -> str:
-        return f"median {statistics.median(xs) * 1e3:.1f} ms (min {min(xs) * 1e3:.1f})"
+    def ms(rows: list[dict], key: str) -> str:
+        wall = [x for r in rows for x in (r[key] if isinstance(r[key], list) else [r[key]])]
+        cpu = [x for r in rows for x in (r[key + "_cpu"] if isinstance(r[key], list) else [r[key + "_cpu"]])]
+        return (
+            f"median {statistics.median(wall) * 1e3:.1f} ms (min {min(wall) * 1e3:.1f}; "
+            f"CPU median {statistics.median(cpu) * 1e3:.1f})"
+        )
 
     c = check[0]
     n_texts = len({line.split("]", 1)[1].strip() for line in text.splitlines() if line.startswith("  [")})
     print(f"{c['n']} instructions ({n_texts} distinct texts), {c['items']} findings")
-    print(f"parse (not timed below): {ms([r['parse'] for r in check])}")
-    print(f"check cold (fresh interpreter, first call): {ms([r['cold'] for r in check])}")
-    print(f"check warm (re-parsed module, as after an edit): {ms([w for r in check for w in r['warm']])}")
-    print(f"timeline cold: {ms([r['cold'] for r in tl])}; {tl[0]['items']} blocks")
-    print(f"timeline warm: {ms([w for r in tl for w in r['warm']])}")
+    parse = [r["parse"] for r in check]
+    print(f"parse (not timed below): median {statistics.median(parse) * 1e3:.1f} ms")
+    print(f"check cold (fresh interpreter, first call): {ms(check, 'cold')}")
+    print(f"check warm (re-parsed module, as after an edit): {ms(check, 'warm')}")
+    print(f"timeline cold: {ms(tl, 'cold')}; {tl[0]['items']} blocks")
+    print(f"timeline warm: {ms(tl, 'warm')}")
 
 
 if __name__ == "__main__":

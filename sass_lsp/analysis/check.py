@@ -84,39 +84,29 @@ def _local_rules(p: Program) -> list[Finding]:
     for i in itertools.compress(range(n), map(some.__contains__, shapes)) if some else ():
         f = facts[i]
         s = f.s
-        lines, tcols, ends = p.lines, p.text_cols, p.end_cols
         if s.opcode == "?":
-            out.append(_finding("SASS015", p, lines[i], tcols[i], ends[i], "cannot parse instruction"))
+            out.append(
+                _finding("SASS015", p, p.lines[i], p.text_cols[i], p.end_cols[i], "cannot parse instruction")
+            )
             continue
         if f.fb & F_NEVER and s.opcode == "LDS" and followers:
             nxt = facts[i + 1].s.opcode if i + 1 < n else None
             prev = facts[i - 1].s.opcode if i else None
             ok = nxt is not None and (nxt in followers)
+            msg = None
             if ok and prev is not None and prev == "LDGSTS":
-                out.append(
-                    _finding(
-                        "SASS009",
-                        p,
-                        lines[i],
-                        tcols[i],
-                        ends[i],
-                        f"`@!PT LDS RZ, [RZ]` placeholder directly after LDGSTS (line {lines[i - 1]}); "
-                        "ptxas places the placeholders before the LDGSTS",
-                    )
+                msg = (
+                    f"`@!PT LDS RZ, [RZ]` placeholder directly after LDGSTS (line {p.lines[i - 1]}); "
+                    "ptxas places the placeholders before the LDGSTS"
                 )
             elif not ok:
                 what = nxt if i + 1 < n else "the end of the kernel"
-                out.append(
-                    _finding(
-                        "SASS009",
-                        p,
-                        lines[i],
-                        tcols[i],
-                        ends[i],
-                        f"`@!PT LDS RZ, [RZ]` placeholder followed by {what}; ptxas places it directly "
-                        f"before {'/'.join(sorted(followers))}",
-                    )
+                msg = (
+                    f"`@!PT LDS RZ, [RZ]` placeholder followed by {what}; ptxas places it directly "
+                    f"before {'/'.join(sorted(followers))}"
                 )
+            if msg is not None:
+                out.append(_finding("SASS009", p, p.lines[i], p.text_cols[i], p.end_cols[i], msg))
         if f.reuse:
             out.extend(_reuse(p, i, block_start))
     return out
@@ -127,7 +117,8 @@ def _unset_waits(p: Program) -> list[Finding]:
     waits on scoreboards it uses elsewhere, so only the never-set case is reported)."""
     set_mask = 0
     wait_any = 0
-    for _flags, rsb, wsb, _stall, wait, _syn in set(p.cts):
+    distinct = dict(zip(map(id, p.cts), p.cts, strict=True)).values()  # the tuples are shared
+    for _flags, rsb, wsb, _stall, wait, _syn in distinct:
         for sb in (wsb, rsb):
             if sb is not None:
                 set_mask |= 1 << sb

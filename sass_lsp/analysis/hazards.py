@@ -91,7 +91,7 @@ _IDX, _SB, _KIND, _QUEUE, _UNITS, _GUARD, _NEG, _BIT = range(8)
 class _St:
     """The checker's state: :class:`State` with int masks (``wm``/``am``: units of W / all events)."""
 
-    __slots__ = ("events", "fixed", "groups", "og", "bar", "cycle", "wm", "am", "neg")
+    __slots__ = ("events", "fixed", "groups", "og", "bar", "cycle", "wm", "am", "neg", "sbm")
 
     def __init__(self, events: tuple = (), fixed: dict | None = None, groups: tuple = (), og=None, bar=None):  # noqa: ANN001
         self.events = events
@@ -102,33 +102,36 @@ class _St:
         self.cycle = 0
         self.wm = self.am = 0
         self.neg = False  # some event has no scoreboard
+        self.sbm = 0  # the scoreboards with events
 
     def copy(self) -> _St:
         st = _St(self.events, dict(self.fixed), self.groups, self.og, self.bar)
-        st.cycle, st.wm, st.am, st.neg = self.cycle, self.wm, self.am, self.neg
+        st.cycle, st.wm, st.am, st.neg, st.sbm = self.cycle, self.wm, self.am, self.neg, self.sbm
         return st
 
 
-def _masks(events: tuple) -> tuple[int, int, bool]:
-    """(units of W events, units of all events, whether one has no scoreboard)."""
-    wm = am = 0
+def _masks(events: tuple) -> tuple[int, int, bool, int]:
+    """(units of W events, units of all events, whether one has no scoreboard, their scoreboards)."""
+    wm = am = sbm = 0
     neg = False
     for e in events:
         am |= e[_UNITS]
         if e[_KIND] == "W":
             wm |= e[_UNITS]
-        if not e[_BIT]:
+        if e[_BIT]:
+            sbm |= e[_BIT]
+        else:
             neg = True
-    return wm, am, neg
+    return wm, am, neg, sbm
 
 
 def _wait(events: tuple, wait: int) -> tuple | None:
-    """``(events, W units, all units, False)`` after a wait on the scoreboards in mask ``wait`` when no
-    event is scoreboard-less (see :func:`_complete`): the waited ones go, and the read events of the
-    writes among them. None if nothing completes."""
+    """``(events, W units, all units, False, scoreboards)`` after a wait on the scoreboards in mask
+    ``wait`` when no event is scoreboard-less (see :func:`_complete`): the waited ones go, and the read
+    events of the writes among them. None if nothing completes."""
     w_idx = {e[_IDX] for e in events if e[_BIT] & wait and e[_KIND] == "W"}
     kept = []
-    wm = am = 0
+    wm = am = sbm = 0
     for e in events:
         if e[_BIT] & wait:
             continue
@@ -137,10 +140,11 @@ def _wait(events: tuple, wait: int) -> tuple | None:
         elif e[_IDX] in w_idx:
             continue
         am |= e[_UNITS]
+        sbm |= e[_BIT]
         kept.append(e)
     if len(kept) == len(events):
         return None
-    return tuple(kept), wm, am, False
+    return tuple(kept), wm, am, False, sbm
 
 
 def _low(mask: int) -> int:
@@ -178,7 +182,7 @@ def _normalise(st: _St, maxlat: dict[str, int]) -> _St:
     if st.bar is not None and t - st.bar[1] < get("__bar__", 0):
         bar = (st.bar[0], st.bar[1] - t)
     out = _St(st.events, fixed, st.groups, st.og, bar)
-    out.wm, out.am, out.neg = st.wm, st.am, st.neg
+    out.wm, out.am, out.neg, out.sbm = st.wm, st.am, st.neg, st.sbm
     return out
 
 
@@ -195,7 +199,7 @@ def _join(a: _St, b: _St) -> _St:
     if b.og is not None:
         og = b.og if og is None else (og[0], og[1] | b.og[1])
     out = _St(_merge_ordered(a.events, b.events), fixed, _merge_ordered(a.groups, b.groups), og, bar)
-    out.wm, out.am, out.neg = _masks(out.events)
+    out.wm, out.am, out.neg, out.sbm = _masks(out.events)
     return out
 
 
@@ -381,7 +385,7 @@ class Checker:
         facts = p.facts
         cts = p.cts
         events, fixed, groups, og, bar, cycle = st.events, st.fixed, st.groups, st.og, st.bar, st.cycle
-        wm, am, neg = st.wm, st.am, st.neg
+        wm, am, neg, sbm = st.wm, st.am, st.neg, st.sbm
         slow = self.horizon or self.observer
         fget = fixed.get
         from_entry = {e[_IDX] for e in events}  # the only events a node of this block may already own
@@ -397,14 +401,17 @@ class Checker:
                         done = [q for q, e in enumerate(events) if e[_BIT] & wait]
                         if done:
                             events = _complete(events, done)
-                            wm, am, neg = _masks(events)
+                            wm, am, neg, sbm = _masks(events)
+                    elif not sbm & ~wait:  # every pending event is on a waited scoreboard
+                        events = ()
+                        wm = am = sbm = 0
                     else:
                         after = _wait(events, wait)
                         if after is not None:
-                            events, wm, am, neg = after
+                            events, wm, am, neg, sbm = after
                 if fl & F_DEPBAR:
                     events = self._depbar(i, f, events, out)
-                    wm, am, neg = _masks(events)
+                    wm, am, neg, sbm = _masks(events)
                 if fl & F_GMMA_WAIT:
                     keep = f.gmma_keep
                     groups = groups[len(groups) - keep :] if keep else ()
@@ -465,12 +472,13 @@ class Checker:
                     if i in from_entry and (rsb is not None or (write and (wsb is not None or dm))):
                         # its events from the previous run of a loop are replaced
                         events = tuple(e for e in events if e[_IDX] != i)
-                        wm, am, neg = _masks(events)
+                        wm, am, neg, sbm = _masks(events)
                     if write:
                         if wsb is not None:
                             events = (*events, (i, wsb, "W", queue, dm, f.guard, s.guard_neg, 1 << wsb))
                             wm |= dm
                             am |= dm
+                            sbm |= 1 << wsb
                         elif dm:
                             events = (*events, (i, -1, "W", queue, dm, f.guard, s.guard_neg, 0))
                             wm |= dm
@@ -481,6 +489,7 @@ class Checker:
                         late = um & R_MASK
                         events = (*events, (i, rsb, "R", queue, late, f.guard, s.guard_neg, 1 << rsb))
                         am |= late
+                        sbm |= 1 << rsb
                 elif dm:
                     self._fixed_writes(fixed, i, f, cycle)
                 if fl & F_BAR_SYNC:
@@ -497,7 +506,7 @@ class Checker:
                         fixed[nx[slot] + add] = (i, cycle, pipe)
             cycle += stall
         st.events, st.fixed, st.groups, st.og, st.bar, st.cycle = events, fixed, groups, og, bar, cycle
-        st.wm, st.am, st.neg = wm, am, neg
+        st.wm, st.am, st.neg, st.sbm = wm, am, neg, sbm
         return st
 
     def _reads_hooked(
@@ -723,7 +732,7 @@ class Checker:
                     end_col=end,
                 )
             )
-        if ctrl.yield_flag and s.has_reuse:
+        if ctrl.yield_flag and s.fb & F_REUSE:
             out.append(
                 self._finding(
                     "SASS011",

@@ -7,16 +7,23 @@ looks up latencies by (producer pipe, consumer pipe, operand kind) with provenan
 ``measured > 3rd > exp > guess``.
 
 The scanner is deliberately not :func:`sass_lsp.isa.syntax.parse_instruction`: that parser builds a full
-typed tree (~80 us per line), while the hazard checker needs only register sets (a few us). A test checks
-that both agree on the registers each corpus line names.
+typed tree (~80 us per line), while the hazard checker needs only register sets. A test checks that both
+agree on the registers each corpus line names. Even so a scan costs tens of microseconds, so texts are
+scanned per :class:`Shape`: the text with its register numbers, hex digits and label names left as holes.
+One scan records where each unit, immediate and target came from; every other text of the shape is
+re-numbered from its holes (a test checks that this equals a fresh scan). Caches live on the
+:class:`Semantics` instance.
 
 Architecture Invariant: no IO except reading the packaged JSON once per arch; no arch fallback.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -128,6 +135,7 @@ class Semantics:
         self.var_latency: dict[str, dict] = data.get("var_latency", {})
         self.params: dict[str, dict] = data.get("params", {})
         self._info_cache: dict[tuple[str, tuple[str, ...]], dict] = {}
+        self._widths: dict[tuple[str, tuple[str, ...]], object] = {}  # (opcode, mods) -> _width_rules
         self._eff: dict[str, Effects] = {}
         self._shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
         self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
@@ -208,7 +216,7 @@ class Semantics:
             pairs = [self.shape_of(t) for t in texts]
             return [sh for sh, _n in pairs], [n for _s, n in pairs]
         parts = _TOK.split(_HEX.sub(_HEX_HOLE, _LAB.sub(_LAB_HOLE, joined)))
-        nums_all = [*map(int, parts[2::3])]
+        nums_all = list(map(_INTS.__getitem__, parts[2::3]))
         parts[2::3] = [_HOLE] * len(nums_all)
         big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
         shapes_out: list[Shape] = []
@@ -335,10 +343,16 @@ def _span(kind: str, idx: str, width: int) -> tuple[int, ...]:
     if first is None:
         return ()
     limit = UNIT_BASE[kind] + ZERO_INDEX[kind]
-    return tuple(u for u in range(first, first + width) if u < limit)
+    return tuple(range(first, min(first + width, limit)))  # the units below the zero register
 
 
 def _split_operands(rest: str) -> list[tuple[str, int]]:
+    if not any(ch in rest for ch in "[({])}"):  # no nesting: every comma splits
+        out, start = [], 0
+        for piece in rest.split(","):
+            out.append((piece, start))
+            start += len(piece) + 1
+        return out
     out, depth, start = [], 0, 0
     for i, ch in enumerate(rest):
         if ch in "[({":
@@ -406,25 +420,71 @@ def _conv_widths(opcode: str, mods: tuple[str, ...]) -> tuple[int, int]:
     return (2 if dst_t == 64 else 1), (2 if src_t == 64 else 1)
 
 
-@dataclass
 class _Scan:
-    """One scanned text: its :class:`Effects` and where the scanner read what (positions in the text).
+    """One scanned text: what it does, and where the scanner read what (positions in the text).
 
-    ``cons``: every register index read, as ``(position, kind, width, units)`` (position -1: units named
-    without a number, ``PR``); operand ``i`` of ``eff.dsts`` (``srcs``) took its units from
-    ``cons[a:b]`` with ``(a, b) = dst_rng[i]`` (``src_rng[i]``). ``imm_at``: ``(position of the hex
-    digits, negative)`` per ``eff.imm`` entry; ``target_at``: position of each target label;
-    ``mem``: ``(start, end)`` of each memory operand. :class:`Shape` uses them to re-number registers
-    and re-read immediates and labels without scanning again.
+    ``dsts``/``srcs``: the operands as :class:`Operand`'s fields in order; ``eff`` builds the
+    :class:`Effects` on first use (a shape with holes never needs it). ``cons``: every register index
+    read, as ``(position, kind, width, units)`` (position -1: units named without a number, ``PR``);
+    operand ``i`` took its units from ``cons[a:b]`` with ``(a, b) = dst_rng[i]`` (``src_rng[i]``).
+    ``imm_at``: ``(position of the hex digits, negative)`` per immediate; ``target_at``: position of each
+    target label; ``mem``: ``(start, end)`` of each memory operand. :class:`Shape` uses them to re-number
+    registers and re-read immediates and labels without scanning again.
     """
 
-    eff: Effects
-    cons: list[tuple[int, str, int, tuple[int, ...]]]
-    dst_rng: list[tuple[int, int]]
-    src_rng: list[tuple[int, int]]
-    imm_at: list[tuple[int, bool]]
-    target_at: list[int]
-    mem: list[tuple[int, int]]
+    __slots__ = (
+        "head",
+        "guard",
+        "dsts",
+        "srcs",
+        "cons",
+        "dst_rng",
+        "src_rng",
+        "imm_at",
+        "target_at",
+        "mem",
+        "_eff",
+    )
+
+    def __init__(self, head, guard, dsts, srcs, cons, dst_rng, src_rng, imm_at, target_at, mem) -> None:  # noqa: ANN001
+        # head: (opcode, modifiers, guard_neg, never, pipe, variable, queue, flags, targets, indirect, imm,
+        # sb_set); dsts: (units, col, hi); srcs: (units, role, slot, reuse, col, hi)
+        self.head, self.guard, self.dsts, self.srcs = head, guard, dsts, srcs
+        self.cons, self.dst_rng, self.src_rng = cons, dst_rng, src_rng
+        self.imm_at, self.target_at, self.mem = imm_at, target_at, mem
+        self._eff: Effects | None = None
+
+    @property
+    def eff(self) -> Effects:
+        if self._eff is None:
+            opcode, mods, guard_neg, never, pipe, var, queue, flags, targets, indirect, imm, sb_set = (
+                self.head
+            )
+            dsts = tuple(Operand(u, "dst", col=col, hi=hi) for u, col, hi in self.dsts)
+            srcs = tuple(
+                Operand(u, role, slot=slot, reuse=reuse, col=col, hi=hi)
+                for u, role, slot, reuse, col, hi in self.srcs
+            )
+            self._eff = Effects(
+                opcode,
+                mods,
+                self.guard,
+                guard_neg,
+                never,
+                dsts,
+                srcs,
+                pipe,
+                var,
+                queue,
+                flags,
+                targets,
+                indirect,
+                imm,
+                sb_set,
+                frozenset(u for o in dsts for u in o.units),
+                frozenset(u for o in srcs for u in o.units),
+            )
+        return self._eff
 
 
 def _scan(sem: Semantics, text: str) -> _Scan:
@@ -459,17 +519,19 @@ def _scan(sem: Semantics, text: str) -> _Scan:
         pos = gm.end()
     om = _OPC.match(body, pos)
     if not om:
-        eff = Effects("?", (), guard, guard_neg, never, (), (), "unknown", False, None)
-        return _Scan(eff, cons, dst_rng, src_rng, imm_at, target_at, mem)
+        head = ("?", (), guard_neg, never, "unknown", False, None, frozenset(), (), (), (), 0)
+        return _Scan(head, guard, [], [], cons, dst_rng, src_rng, imm_at, target_at, mem)
     opcode = om.group(1)
     mods = tuple(x for x in om.group(2).split(".") if x)
     rest_col = om.end()
     rest = body[rest_col:]
     info = sem.op_info(opcode, mods)
     dst_rule = info.get("dst", "n")
-    raw_ops = [
-        (p.strip(), c + rest_col + len(p) - len(p.lstrip())) for p, c in _split_operands(rest) if p.strip()
-    ]
+    raw_ops = []
+    for p, c in _split_operands(rest):
+        stripped = p.strip()
+        if stripped:
+            raw_ops.append((stripped, c + rest_col + len(p) - len(p.lstrip())))
     # BRX R6 -0x110 / CALL.REL.NOINC R6 `(f): several operands without a comma.
     ops: list[tuple[str, int]] = []
     for p, c in raw_ops:
@@ -485,59 +547,64 @@ def _scan(sem: Semantics, text: str) -> _Scan:
 
     flags = set(info.get("flags", ()))
     n_dst = _count_dsts(dst_rule, ops)
-    dsts: list[Operand] = []
-    srcs: list[Operand] = []
+    dsts: list[tuple] = []  # (units, col, hi)
+    srcs: list[tuple] = []  # (units, role, slot, reuse, col, hi)
     targets: list[str] = []
     imms: list[int] = []
     sb_set = 0
-    widths = _width_rules(opcode, mods, info)
+    widths = sem._widths.get((opcode, mods))
+    if widths is None:
+        widths = sem._widths[(opcode, mods)] = _width_rules(opcode, mods, info)
     src_idx = 0
     for i, (op, col) in enumerate(ops):
         is_dst = i < n_dst
-        if op.startswith("`("):
-            lm = _LABEL.match(op)
-            if lm:
-                targets.append(lm.group(1))
-                target_at.append(col + 2)
-            continue
-        if _INT.match(op):
-            imms.append(int(op, 16))
-            imm_at.append((col + op.index("x") + 1, op.startswith("-")))
-            if not is_dst:
-                src_idx += 1
-            continue
-        sbm = _SB.match(op)
-        if sbm:
-            sb_set |= 1 << int(sbm.group(1))
-            continue
-        if op.startswith("{") and op.endswith("}"):
-            for x in op[1:-1].split(","):
-                if x.strip().isdigit():
-                    sb_set |= 1 << int(x)
-            continue
-        first = len(cons)
-        if op == "PR" or op.endswith("PR"):
-            units = ALL_PREDS
-            cons.append((-1, "P", 0, units))  # no register number: position -1
-            if is_dst:
-                dsts.append(Operand(units, "dst", col=col))
-                dst_rng.append((first, first + 1))
-            else:
-                srcs.append(Operand(units, "src", col=col))
-                src_rng.append((first, first + 1))
-            continue
-        if "[" in op:
-            mem.append((col, col + len(op)))
-            srcs.append(Operand(_mem_units(op, col, ops, cons), "addr", col=col))
-            src_rng.append((first, len(cons)))
-            if not is_dst:
-                src_idx += 1
-            continue
         rm = _REG.match(op)
-        if not rm:
-            if not is_dst:
-                src_idx += 1
-            continue
+        first = len(cons)
+        # A plain register operand matches none of these cases (labels, immediates, SBn, {..}, memory
+        # operands), except ...PR, which they take first.
+        if rm is None or op.endswith("PR"):
+            if op.startswith("`("):
+                lm = _LABEL.match(op)
+                if lm:
+                    targets.append(lm.group(1))
+                    target_at.append(col + 2)
+                continue
+            if _INT.match(op):
+                imms.append(int(op, 16))
+                imm_at.append((col + op.index("x") + 1, op.startswith("-")))
+                if not is_dst:
+                    src_idx += 1
+                continue
+            sbm = _SB.match(op)
+            if sbm:
+                sb_set |= 1 << int(sbm.group(1))
+                continue
+            if op.startswith("{") and op.endswith("}"):
+                for x in op[1:-1].split(","):
+                    if x.strip().isdigit():
+                        sb_set |= 1 << int(x)
+                continue
+            if op == "PR" or op.endswith("PR"):
+                units = ALL_PREDS
+                cons.append((-1, "P", 0, units))  # no register number: position -1
+                if is_dst:
+                    dsts.append((units, col, 0))
+                    dst_rng.append((first, first + 1))
+                else:
+                    srcs.append((units, "src", -1, False, col, 0))
+                    src_rng.append((first, first + 1))
+                continue
+            if "[" in op:
+                mem.append((col, col + len(op)))
+                srcs.append((_mem_units(op, col, ops, cons), "addr", -1, False, col, 0))
+                src_rng.append((first, len(cons)))
+                if not is_dst:
+                    src_idx += 1
+                continue
+            if not rm:
+                if not is_dst:
+                    src_idx += 1
+                continue
         kind, idx, suf = rm.group(1), rm.group(2), rm.group(3)
         reuse = ".reuse" in suf
         sufs = suf.split(".")
@@ -548,23 +615,20 @@ def _scan(sem: Semantics, text: str) -> _Scan:
         cons.append((col + rm.start(2), kind, w, units))
         hi = 1 if info.get("width") == "wide" and len(units) == 2 else 0
         if is_dst:
-            dsts.append(Operand(units, "dst", col=col, hi=hi))
+            dsts.append((units, col, hi))
             dst_rng.append((first, first + 1))
         else:
-            srcs.append(Operand(units, "src", slot=src_idx, reuse=reuse, col=col, hi=hi))
+            srcs.append((units, "src", src_idx, reuse, col, hi))
             src_rng.append((first, first + 1))
             src_idx += 1
     if guard is not None:
-        srcs.append(Operand((guard,), "guard", col=0))
+        srcs.append(((guard,), "guard", -1, False, 0, 0))
         src_rng.append((0, 1))
-    eff = Effects(
+    head = (
         opcode,
         mods,
-        guard,
         guard_neg,
         never,
-        tuple(dsts),
-        tuple(srcs),
         info.get("pipe", "unknown"),
         bool(info.get("var", False)),
         info.get("queue"),
@@ -573,8 +637,6 @@ def _scan(sem: Semantics, text: str) -> _Scan:
         indirect,
         tuple(imms),
         sb_set,
-        frozenset(u for o in dsts for u in o.units),
-        frozenset(u for o in srcs for u in o.units),
     )
     if shift:  # back to text positions
 
@@ -585,7 +647,7 @@ def _scan(sem: Semantics, text: str) -> _Scan:
         imm_at = [(at(p), neg) for p, neg in imm_at]
         target_at = [at(p) for p in target_at]
         mem = [(at(a), at(b)) for a, b in mem]
-    return _Scan(eff, cons, dst_rng, src_rng, imm_at, target_at, mem)
+    return _Scan(head, guard, dsts, srcs, cons, dst_rng, src_rng, imm_at, target_at, mem)
 
 
 @functools.lru_cache(maxsize=1 << 10)
@@ -613,6 +675,18 @@ _HEX_HOLE = "0x" + _OHOLE
 _LAB_HOLE = "`(" + _OHOLE
 _MISSING = object()
 _CACHE_MAX = 1 << 18
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+
+
+class _Ints(dict):
+    """Digits -> int, precomputed for register numbers (a lookup is cheaper than ``int()``)."""
+
+    def __missing__(self, digits: str) -> int:
+        return int(digits)
+
+
+_INTS = _Ints((str(i), i) for i in range(512))
 _R_CAP = ZERO_INDEX["R"] - 1  # the cap of a one-register GPR slot
 
 
@@ -664,7 +738,7 @@ class Shape:
     )
 
     def __init__(self, template: str, scan: _Scan, tokens: list[tuple[int, str, bool]]) -> None:
-        eff = scan.eff
+        opcode, mods, guard_neg, never, pipe, var, queue, flags, targets, indirect, imm, sb_set = scan.head
         self.template = template
         self.memo = None
         reg_at: dict[int, int] = {}  # position -> register slot
@@ -688,53 +762,46 @@ class Shape:
             segs.append((k, UNIT_BASE[kind], w))
         if None in kinds:
             raise _NotAShape  # a number the scanner did not read as a register (inside a label, ...)
-        # Every other hole is an immediate, a label, or inside a memory operand (offsets, banks).
-        used = {p for p, _neg in scan.imm_at} | set(scan.target_at)
-        for pos in other_at:
-            if pos not in used and not any(a <= pos < b for a, b in scan.mem):
-                raise _NotAShape
+        if other_at:
+            # Every other hole is an immediate, a label, or inside a memory operand (offsets, banks).
+            used = {p for p, _neg in scan.imm_at} | set(scan.target_at)
+            for pos in other_at:
+                if pos not in used and not any(a <= pos < b for a, b in scan.mem):
+                    raise _NotAShape
         self.imm_spec = tuple(
-            (other_at.get(p, -1), neg, v) for (p, neg), v in zip(scan.imm_at, eff.imm, strict=True)
+            (other_at.get(p, -1), neg, v) for (p, neg), v in zip(scan.imm_at, imm, strict=True)
         )
         self.target_spec = tuple(
-            (other_at.get(p, -1), t) for p, t in zip(scan.target_at, eff.targets, strict=True)
+            (other_at.get(p, -1), t) for p, t in zip(scan.target_at, targets, strict=True)
         )
-        self.imm = None if any(j >= 0 for j, _n, _v in self.imm_spec) else eff.imm
-        self.targets = None if any(j >= 0 for j, _t in self.target_spec) else eff.targets
+        self.imm = None if any(j >= 0 for j, _n, _v in self.imm_spec) else imm
+        self.targets = None if any(j >= 0 for j, _t in self.target_spec) else targets
         self.nslots = n
         self.caps = tuple(caps)
         self.all_caps = tuple(enumerate(caps))
         self.tight = tuple((k, cap) for k, cap in self.all_caps if cap < _R_CAP)  # not a plain GPR
-        self.head = (
-            eff.opcode,
-            eff.modifiers,
-            eff.guard_neg,
-            eff.never,
-            eff.pipe,
-            eff.variable,
-            eff.queue,
-            eff.flags,
-            eff.indirect,
-            eff.sb_set,
-        )
-        self.guard = (-1, eff.guard)  # (slot, base) as for segments, or (-1, the unit or None)
-        if eff.guard is not None and segs[0][0] >= 0:
+        self.head = (opcode, mods, guard_neg, never, pipe, var, queue, flags, indirect, sb_set)
+        guard = scan.guard
+        self.guard = (-1, guard)  # (slot, base) as for segments, or (-1, the unit or None)
+        if guard is not None and segs[0][0] >= 0:
             self.guard = segs[0][:2]
+        starts = list(map(_FIRST, tokens))
+        ends = list(itertools.accumulate(map(len, map(_SECOND, tokens))))
 
         def where(col: int) -> tuple[int, int]:
             """(column with the holes before it empty, number of holes before it)."""
-            before = [len(t) for start, t, _r in tokens if start < col]
-            return col - sum(before), len(before)
+            nb = bisect.bisect_left(starts, col)
+            return col - (ends[nb - 1] if nb else 0), nb
 
         self.dsts = tuple(
-            (tuple(segs[a:b]), *where(op.col), op.hi)
-            for op, (a, b) in zip(eff.dsts, scan.dst_rng, strict=True)
+            (tuple(segs[a:b]), *where(col), hi)
+            for (_u, col, hi), (a, b) in zip(scan.dsts, scan.dst_rng, strict=True)
         )
         self.srcs = tuple(
-            (tuple(segs[a:b]), op.role, op.slot, op.reuse, *where(op.col), op.hi)
-            for op, (a, b) in zip(eff.srcs, scan.src_rng, strict=True)
+            (tuple(segs[a:b]), role, slot, reuse, *where(col), hi)
+            for (_u, role, slot, reuse, col, hi), (a, b) in zip(scan.srcs, scan.src_rng, strict=True)
         )
-        self.const = eff if not tokens else None
+        self.const = scan.eff if not tokens else None
 
     def extras(self, text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
         """``(imm, targets)`` of ``text`` (one of this shape's texts)."""

@@ -1,0 +1,140 @@
+"""The checker's fast paths against their plain counterparts.
+
+- Scanner shapes (one scan per register-free template, re-numbered for every text of it) give exactly
+  the effects a direct scan of each text gives, for corpus texts and renumbered variants that reach the
+  slots' caps and the zero registers.
+- The columnar program built from a module and the one built from a kernel's nodes check the same.
+- ``Checker.entry`` still hands out :class:`State`/:class:`Event` with frozensets; the table builder's
+  hooks (horizon, observer) still see every fixed-latency pair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import random
+import re
+
+from paths import SHARED_CORPUS
+
+from sass_lsp.analysis import check_module
+from sass_lsp.analysis.check import check_kernel
+from sass_lsp.analysis.hazards import Checker, Event, State
+from sass_lsp.analysis.program import gc_paused, kernels_of
+from sass_lsp.cuasm.parser import parse_cuasm
+from sass_lsp.isa import semantics as S
+
+_REG = re.compile(r"\b(UR|UP|R|P)(\d+)\b")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_LAB = re.compile(r"`\(([^)]*)\)")
+EDGE = ["0", "5", "6", "7", "8", "61", "62", "63", "64", "127", "128", "252", "253", "254", "255", "300"]
+EDGE += ["07"]  # a leading zero is not a template hole
+ODD = [
+    "BRA `(R1) ;",  # a register-like name inside a label
+    "IADD3 R1, R2, R3, RZ // R4",
+    'BRX R6 (*"BRANCH_TARGETS .L_1,.L_2"*) ;',
+    'MOV R3, (*"R1"*) R2 ;',
+    "MOV R1, 0x\x01 ;",
+    "IADD3 R\x001, R2, RZ, RZ ;",
+    "@P10 BRA `(.L_x_1) ;",
+    "@P07 MOV R1, R2 ;",
+    "MOV R1.P2, R3 ;",
+    "LDS R1, [0x10+R2] ;",
+    "STS [`(x)], R1 ;",
+    "BRA `(a b) ;",
+    "DEPBAR.LE SB0, -0x3 ;",
+    "HGMMA.64x256x16.F32.BF16 R200, gdesc[UR60], RZ ;",
+    "IMAD.WIDE.U32 R254, R3, 0x4, R252 ;",
+]
+
+
+def _corpus_texts() -> list[str]:
+    texts: set[str] = set()
+    for path in sorted(SHARED_CORPUS.glob("*.cuasm")):
+        module, _ = parse_cuasm(path.read_text())
+        for sec in module.sections:
+            texts.update(ins.text for ins in sec.instructions)
+    return sorted(texts)
+
+
+def _variants(texts: list[str]) -> list[str]:
+    rng = random.Random(7)
+    out = []
+    for t in texts:
+        for _ in range(2):
+            v = _REG.sub(lambda m: m.group(1) + rng.choice(EDGE + [str(rng.randrange(250))] * 3), t)
+            v = _HEX.sub(lambda m: rng.choice(["0x0", "0x1", "0x10", "0xff", "0x7fffffff"]), v)
+            v = _LAB.sub(lambda m: "`(" + rng.choice([".L_x_1", ".L_x_77", "R1", ""]) + ")", v)
+            out.append(v)
+    return out
+
+
+def _key(eff: S.Effects) -> tuple:
+    return repr(eff), dataclasses.astuple(eff)
+
+
+def test_shapes_renumber_like_a_fresh_scan() -> None:
+    texts = _corpus_texts()
+    assert len(texts) > 500
+    every = texts + _variants(texts) + ODD
+    for arch in ("sm_90", "sm_80"):
+        table = S.load_semantics(arch).data
+        one = S.Semantics(arch, table)  # text by text
+        bulk = S.Semantics(arch, table)  # all at once
+        shapes, nums = bulk.shapes_of(every)
+        bad = []
+        for text, shape, n in zip(every, shapes, nums, strict=True):
+            want = _key(S._scan(one, text).eff)
+            if _key(one.effects(text)) != want or _key(shape.effects(text, n)) != want:
+                bad.append(text)
+        assert not bad, f"{arch}: {len(bad)} texts differ, e.g. {bad[:5]}"
+        assert len(bulk._shapes) < len(texts) / 2  # texts do share shapes
+
+
+def _shared_modules() -> list:
+    return [parse_cuasm(p.read_text())[0] for p in sorted(SHARED_CORPUS.glob("*.cuasm"))]
+
+
+def test_module_and_kernel_programs_check_alike() -> None:
+    sem = S.load_semantics("sm_90")
+    for module in _shared_modules():
+        by_kernel = sorted(
+            (f for k in kernels_of(module, sem) for f in check_kernel(k, sem)),
+            key=lambda f: (f.line, f.col, f.code),
+        )
+        assert check_module(module, "sm_90") == by_kernel
+
+
+def test_public_entry_states_and_table_builder_hooks() -> None:
+    sem = S.load_semantics("sm_90")
+    module = _shared_modules()[0]
+    (k, *_rest) = kernels_of(module, sem)
+    ch = Checker(k, sem)
+    ch.run()
+    assert len(ch.entry) == len(k.blocks)
+    for st in ch.entry:
+        assert isinstance(st, State) and isinstance(st.fixed, dict)
+        assert isinstance(st.wunits, frozenset) and isinstance(st.aunits, frozenset)
+        for e in st.events:
+            assert isinstance(e, Event) and isinstance(e.units, frozenset)
+        assert st.wunits == frozenset().union(*(e.units for e in st.events if e.kind == "W"))
+    seen = []
+    hooked = Checker(k, sem, horizon=40)
+    hooked.observer = lambda nd, kind, p, info: seen.append((kind, info))
+    hooked.run()
+    assert any(kind == "raw_fixed" for kind, _ in seen)
+    assert all(info[3] >= 0 for kind, info in seen if kind == "raw_fixed")
+
+
+def test_gc_paused_restores_the_collector() -> None:
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
