@@ -201,6 +201,19 @@ def test_bootstrap_keeps_rounds_paired():
     assert ci.low > 1.0
 
 
+def test_bootstrap_blocks_resample_within_each_block():
+    # Block 1 is 10% slower for both sides: resampling within blocks keeps one block's share fixed, so the
+    # interval stays as tight as the within-block noise.
+    rng = np.random.default_rng(3)
+    level = np.repeat([1.0, 1.1], 20)
+    a = level * (1 + 0.002 * rng.standard_normal(40))
+    b = level * (1 + 0.002 * rng.standard_normal(40))
+    blocked = bootstrap_ratio_ci(a, b, blocks=np.repeat([0, 1], 20))
+    assert blocked.contains_one and blocked.width < 0.01
+    with pytest.raises(ValueError):
+        bootstrap_ratio_ci(a, b, blocks=[0, 1])
+
+
 def test_bootstrap_rejects_unpaired_input():
     with pytest.raises(ValueError):
         bootstrap_ratio_ci([1.0, 2.0], [1.0])

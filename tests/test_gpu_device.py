@@ -44,20 +44,31 @@ def test_every_corpus_kernel_launches_from_its_spec(runner, name):
 def test_self_vs_identical_copy_matches_and_is_not_significant(runner, name):
     cubin, spec = load_kernel(name)
     copy = bytes(bytearray(cubin))  # a bit-identical copy, loaded as a second module
-    result = run_bench(cubin, copy, spec, seeds=2, rounds=30, runner=runner)
-    print("\n" + format_bench(result))
-    assert result.verification["status"] == "match" and result.verification["bit_identical"], result.message
-    assert result.timing is not None
-    ci = result.timing.ci
-    # `bench` claims at 95%; over 8 kernels a calibrated 95% CI misses 1.0 somewhere in one run of three,
-    # so the assertion uses 99% on the same samples and the 95% interval is printed for the record.
-    ci99 = bootstrap_ratio_ci(result.timing.orig_ms, result.timing.edit_ms, confidence=0.99)
-    print(
-        f"[gpu] self-vs-self {name}: ratio {ci.ratio:.4f} 95% CI [{ci.low:.4f}, {ci.high:.4f}] width "
-        f"{ci.width:.4f}; 99% CI [{ci99.low:.4f}, {ci99.high:.4f}]"
-        + ("" if ci.contains_one else "  95% EXCLUDES 1")
+    # `bench` claims at 95%; over 8 kernels a calibrated 95% CI misses 1.0 somewhere in one run of three, so
+    # the assertion uses 99% on the same samples. A 99% miss is timed once more: a real bias (placement, load
+    # order) shows again, chance does not (both at once: 1 in 10,000 per kernel).
+    for attempt in (1, 2):
+        result = run_bench(cubin, copy, spec, seeds=2, rounds=30, runner=runner)
+        print("\n" + format_bench(result))
+        assert result.verification["status"] == "match" and result.verification["bit_identical"], (
+            result.message
+        )
+        assert result.timing is not None
+        ci = result.timing.ci
+        ci99 = bootstrap_ratio_ci(
+            result.timing.orig_ms, result.timing.edit_ms, blocks=result.timing.round_blocks, confidence=0.99
+        )
+        print(
+            f"[gpu] self-vs-self {name} (attempt {attempt}): ratio {ci.ratio:.4f} 95% CI [{ci.low:.4f}, "
+            f"{ci.high:.4f}] width {ci.width:.4f}; 99% CI [{ci99.low:.4f}, {ci99.high:.4f}]"
+            + ("" if ci.contains_one else "  95% EXCLUDES 1")
+        )
+        if ci99.contains_one:
+            break
+    assert ci99.contains_one, (
+        f"{name}: self-vs-self 99% CI [{ci99.low:.4f}, {ci99.high:.4f}] excludes 1 twice"
     )
-    assert ci99.contains_one, f"{name}: self-vs-self 99% CI [{ci99.low:.4f}, {ci99.high:.4f}] excludes 1"
+    assert len(set(result.timing.round_blocks)) == 4  # both load orders, twice each
 
 
 def clear_all_waits(cubin: bytes, kernel: str) -> bytes:

@@ -16,9 +16,12 @@ import time
 import pytest
 
 from sass_lsp.gpu.bench import bench_to_dict, bench_to_json, format_bench, run_bench
+from sass_lsp.gpu.fake_device import FakeDevice, FakeKernel
 from sass_lsp.gpu.protocol import b64, decode, encode
 from sass_lsp.gpu.runner import GpuRunner, worker_env
+from sass_lsp.gpu.session import Session
 from sass_lsp.gpu.spec import parse_spec, spec_to_dict
+from sass_lsp.gpu.stats import bootstrap_ratio_ci
 from sass_lsp.gpu.worker import parse_listen
 
 FAKE = {"SASS_LSP_GPU_BACKEND": "fake"}
@@ -307,3 +310,41 @@ def test_token_file_must_hold_a_real_token(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2 and "at least 16 characters" in proc.stderr
+
+
+class _PlacementBiasedDevice(FakeDevice):
+    """A fake GPU where the module loaded first runs 0.4% slower, as code placement can make a real one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._live: list[FakeKernel] = []
+        self.load_order: list[str] = []
+
+    def load(self, cubin: bytes, kernel: str, shared_bytes: int) -> FakeKernel:
+        loaded = super().load(cubin, kernel, shared_bytes)
+        if not self._live:
+            loaded.factor *= 1.004
+        self._live.append(loaded)
+        self.load_order.append(cubin.decode())
+        return loaded
+
+    def unload(self, kernel: FakeKernel) -> None:
+        self._live.remove(kernel)
+
+
+@pytest.mark.parametrize("edit_factor", [1.0, 1 / 1.02])
+def test_timing_blocks_cancel_a_load_order_bias(edit_factor):
+    orig, edit = b"FAKE:ok", f"FAKE:ok:{edit_factor}".encode()
+    device = _PlacementBiasedDevice()
+    result = Session(device).time(orig, edit, SPEC, rounds=40, blocks=4)
+    blocks = result["round_blocks"]
+    assert [blocks.count(b) for b in range(4)] == [10, 10, 10, 10]
+    assert device.load_order == [orig.decode(), edit.decode(), edit.decode(), orig.decode()] * 2
+    ci = bootstrap_ratio_ci(result["orig_ms"], result["edit_ms"], blocks=blocks)
+    if edit_factor == 1.0:
+        assert ci.contains_one, ci
+        # One block, the old design: the original always loads first and an identical copy "wins".
+        single = Session(_PlacementBiasedDevice()).time(orig, edit, SPEC, rounds=40, blocks=1)
+        assert bootstrap_ratio_ci(single["orig_ms"], single["edit_ms"]).low > 1.0
+    else:
+        assert ci.low > 1.01 and ci.high < 1.03, ci

@@ -53,6 +53,8 @@ class Timing:
     """Buffer sets rotated between launches (``rotate``) so data is not timed from L2."""
     orig_ms: tuple[float, ...] = ()
     edit_ms: tuple[float, ...] = ()
+    round_blocks: tuple[int, ...] = ()
+    """Each round's module-load block (the CI resamples within blocks)."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,9 @@ def _bench(
         failed = _failed(base, timed, runner, verification)
         return failed
     raw = timed.result
-    ci = bootstrap_ratio_ci(raw["orig_ms"], raw["edit_ms"], confidence=confidence)
+    ci = bootstrap_ratio_ci(
+        raw["orig_ms"], raw["edit_ms"], blocks=raw.get("round_blocks"), confidence=confidence
+    )
     timing = Timing(
         summarize(raw["orig_ms"]),
         summarize(raw["edit_ms"]),
@@ -175,6 +179,7 @@ def _bench(
         raw["n_sets"],
         tuple(raw["orig_ms"]),
         tuple(raw["edit_ms"]),
+        tuple(raw.get("round_blocks", ())),
     )
     matched = status == "match"
     if ci.low > 1.0:
@@ -289,7 +294,8 @@ def format_bench(result: BenchResult) -> str:
     timing = result.timing
     if timing is not None:
         lines.append(
-            f"  timing    {timing.rounds} rounds x {timing.batch} launches, interleaved AB/BA, "
+            f"  timing    {timing.rounds} rounds x {timing.batch} launches, interleaved AB/BA in "
+            f"{len(set(timing.round_blocks)) or 1} load blocks, "
             f"{timing.method}, cache={timing.cache} ({timing.n_sets} buffer sets)"
         )
         for name, summ in (("original", timing.orig), ("edit", timing.edit)):

@@ -55,7 +55,9 @@ class GpuMeasure:
         if not timed.ok or timed.result.get("status") != "ok":
             return self._record(key, Measured(key, "timing_error", None, seconds=seconds), {})
         raw = timed.result
-        ci = bootstrap_ratio_ci(raw["orig_ms"], raw["edit_ms"], n_resamples=2000)
+        ci = bootstrap_ratio_ci(
+            raw["orig_ms"], raw["edit_ms"], blocks=raw.get("round_blocks"), n_resamples=2000
+        )
         extra = {
             "orig_ms": summarize(raw["orig_ms"]).median,
             "edit_ms": summarize(raw["edit_ms"]).median,

@@ -14,7 +14,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -295,6 +295,7 @@ class Session:
         spec: LaunchSpec,
         *,
         rounds: int = 40,
+        blocks: int = 4,
         warmup: int = 5,
         target_batch_ms: float = 5.0,
         cache: str = "rotate",
@@ -303,7 +304,13 @@ class Session:
         max_rotate_bytes: int = 8 << 30,
         progress: ProgressFn = _no_progress,
     ) -> dict[str, Any]:
-        """Interleaved timing: per-launch milliseconds per round and side (statistics are the caller's)."""
+        """Interleaved timing: per-launch milliseconds per round and side (statistics are the caller's).
+
+        The rounds run in ``blocks``; each block loads both modules afresh, in alternating order, and captures
+        its own graphs. Where a module lands in memory and which graph was captured first can shift a kernel's
+        time by a few tenths of a percent (an H200 saw an identical copy "verified" 0.14% faster), so each
+        side gets each placement equally often, and ``round_blocks`` lets the statistics resample per block.
+        """
         self._progress = progress
         if cache not in ("rotate", "flush"):
             raise SpecError("cache", f"unknown cache mode {cache!r} (rotate or flush)")
@@ -320,109 +327,167 @@ class Session:
                     max_sets, math.ceil(2 * int(info["l2_bytes"]) / footprint), max_rotate_bytes // footprint
                 ),
             )
+        n_blocks = max(1, min(blocks, rounds // 2))
+        block_rounds = [rounds // n_blocks + (1 if b < rounds % n_blocks else 0) for b in range(n_blocks)]
         sets: list[dict[int, int]] = []
-        graphs: list[Any] = []
         side = "original"
         result: dict[str, Any] = {"status": "ok", "context_lost": False}
+        samples: dict[str, list[float]] = {"original": [], "edit": []}
+        round_blocks: list[int] = []
+        plan: _TimingPlan | None = None
+        clocks_before: dict[str, Any] = {}
         try:
-            with self._loaded({"original": orig, "edit": edit}, spec) as kernels:
-                try:
-                    self._step("allocate", 0, rounds)
-                    inputs = {idx: make_input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
-                    for set_idx in range(n_sets):
-                        sets.append(self._alloc_set(spec))
-                        if set_idx == 0:
-                            self._prepare(spec, sets[0], inputs)
-                        else:
-                            for idx, param in spec.buffers:
-                                device.copy(sets[set_idx][idx], sets[0][idx], param.nbytes)
-                    device.sync()
-                    args = [pack_args(spec, ptrs) for ptrs in sets]
-                    kernel_of = {"original": kernels["original"], "edit": kernels["edit"]}
-                    clocks_before = device.clocks()
-                    n_warm = max(warmup, n_sets)
-                    est: dict[str, float] = {}
-                    for side in ("original", "edit"):
-                        self._step(f"warm-up {side}", 0, rounds)
-                        plan = [(kernel_of[side], args[i % n_sets]) for i in range(n_warm)]
-                        device.time_launches(plan, geometry)
-                        est[side] = device.time_launches(plan, geometry) / n_warm
-                    per_launch = max(max(est.values()), 1e-4)
-                    if cache == "flush":
-                        batch = max(1, min(50, math.ceil(target_batch_ms / per_launch)))
-                    else:
-                        batch = n_sets * max(1, math.ceil(target_batch_ms / (per_launch * n_sets)))
-                        batch = min(batch, max(n_sets, 5000 // n_sets * n_sets))
-                    method = "flush+events" if cache == "flush" else "graph"
-                    graph_of: dict[str, Any] = {}
-                    if cache == "rotate":
-                        try:
-                            for side in ("original", "edit"):
-                                self._step(f"capture {side}", 0, rounds)
-                                plan = [(kernel_of[side], args[i % n_sets]) for i in range(batch)]
-                                graph_of[side] = device.capture(plan, geometry)
-                                graphs.append(graph_of[side])
-                        except DeviceError as exc:
-                            if exc.fatal:
-                                raise
-                            method = "stream"  # capture unsupported: plain launches (gaps are then included)
-                            result.setdefault("notes", []).append(
-                                f"graph capture failed ({exc}); timed stream launches"
-                            )
-                    samples: dict[str, list[float]] = {"original": [], "edit": []}
-                    for round_idx in range(rounds):
-                        # Alternate which side goes first (AB, BA, AB …) so neither always runs right after
-                        # the
-                        # other's warm caches or clocks.
-                        order = ("original", "edit") if round_idx % 2 == 0 else ("edit", "original")
-                        for side in order:
-                            self._step(f"round {round_idx + 1}/{rounds} {side}", round_idx, rounds)
-                            kernel = kernel_of[side]
-                            if cache == "flush":
-                                total = sum(
-                                    device.time_flushed(kernel, geometry, args[0]) for _ in range(batch)
-                                )
-                            elif method == "graph":
-                                total = device.time_graph(graph_of[side])
+            for block, n_rounds in enumerate(block_rounds):
+                cubins = {"original": orig, "edit": edit}
+                if block % 2:
+                    cubins = {"edit": edit, "original": orig}
+                with self._loaded(cubins, spec) as kernel_of:
+                    if not sets:
+                        self._step("allocate", 0, rounds)
+                        inputs = {idx: make_input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+                        for set_idx in range(n_sets):
+                            sets.append(self._alloc_set(spec))
+                            if set_idx == 0:
+                                self._prepare(spec, sets[0], inputs)
                             else:
-                                plan = [(kernel, args[i % n_sets]) for i in range(batch)]
-                                total = device.time_launches(plan, geometry)
-                            samples[side].append(total / batch)
-                    self._step("done", rounds, rounds)
-                    result.update(
-                        {
-                            "orig_ms": samples["original"],
-                            "edit_ms": samples["edit"],
-                            "rounds": rounds,
-                            "batch": batch,
-                            "n_sets": n_sets,
-                            "method": method,
-                            "cache": cache,
-                            "footprint_bytes": footprint,
-                            "warmup": n_warm,
-                            "estimate_ms": est,
-                            "device": info,
-                            "clocks_before": clocks_before,
-                            "clocks_after": device.clocks(),
-                        }
-                    )
-                except DeviceError as exc:
-                    if not exc.fatal:
-                        self._quietly(lambda: self._release(graphs, sets))
-                    raise
-                else:
-                    self._release(graphs, sets)
+                                for idx, param in spec.buffers:
+                                    device.copy(sets[set_idx][idx], sets[0][idx], param.nbytes)
+                        device.sync()
+                        clocks_before = device.clocks()
+                    args = [pack_args(spec, ptrs) for ptrs in sets]
+                    if plan is None:
+                        plan = self._plan_timing(kernel_of, args, geometry, warmup, target_batch_ms, cache)
+                    else:  # a short warm-up of the freshly loaded modules
+                        for side in cubins:
+                            device.time_launches([(kernel_of[side], args[0])] * 2, geometry)
+                    graphs: list[Any] = []
+                    try:
+                        self._time_block(
+                            kernel_of,
+                            args,
+                            geometry,
+                            plan,
+                            cubins,
+                            graphs,
+                            samples,
+                            len(round_blocks),
+                            n_rounds,
+                            rounds,
+                            result,
+                        )
+                    except DeviceError as exc:
+                        if not exc.fatal:  # after a fatal error the context is gone
+                            self._quietly(lambda gs=graphs: [device.destroy_graph(g) for g in gs])
+                        raise
+                    for graph in graphs:
+                        device.destroy_graph(graph)
+                round_blocks += [block] * n_rounds
+            assert plan is not None
+            self._step("done", rounds, rounds)
+            result.update(
+                {
+                    "orig_ms": samples["original"],
+                    "edit_ms": samples["edit"],
+                    "round_blocks": round_blocks,
+                    "rounds": rounds,
+                    "blocks": n_blocks,
+                    "batch": plan.batch,
+                    "n_sets": n_sets,
+                    "method": plan.method,
+                    "cache": cache,
+                    "footprint_bytes": footprint,
+                    "warmup": plan.warmup,
+                    "estimate_ms": plan.estimate_ms,
+                    "device": info,
+                    "clocks_before": clocks_before,
+                    "clocks_after": device.clocks(),
+                }
+            )
         except DeviceError as exc:
+            if not exc.fatal:
+                self._quietly(lambda: [self._free(ptrs) for ptrs in sets])
+            sets = []
             result.update(self._failure(exc, _side_of(self.phase, side), seed))
             if self.phase.startswith("load"):
                 result["status"] = "load_error"
+        else:
+            for ptrs in sets:
+                self._free(ptrs)
         return result
 
-    def _release(self, graphs: list[Any], sets: list[dict[int, int]]) -> None:
-        for graph in graphs:
-            self.device.destroy_graph(graph)
-        for ptrs in sets:
-            self._free(ptrs)
+    def _plan_timing(
+        self,
+        kernel_of: dict[str, Any],
+        args: list[list[bytes]],
+        geometry: Geometry,
+        warmup: int,
+        target_batch_ms: float,
+        cache: str,
+    ) -> _TimingPlan:
+        """Warm both sides up and size a batch to about ``target_batch_ms``, a whole number of buffer sets."""
+        n_sets = len(args)
+        n_warm = max(warmup, n_sets)
+        est: dict[str, float] = {}
+        for side in ("original", "edit"):
+            self._step(f"warm-up {side}", 0, 1)
+            launches = [(kernel_of[side], args[i % n_sets]) for i in range(n_warm)]
+            self.device.time_launches(launches, geometry)
+            est[side] = self.device.time_launches(launches, geometry) / n_warm
+        per_launch = max(max(est.values()), 1e-4)
+        if cache == "flush":
+            batch = max(1, min(50, math.ceil(target_batch_ms / per_launch)))
+        else:
+            batch = n_sets * max(1, math.ceil(target_batch_ms / (per_launch * n_sets)))
+            batch = min(batch, max(n_sets, 5000 // n_sets * n_sets))
+        return _TimingPlan(batch, "flush+events" if cache == "flush" else "graph", n_warm, est)
+
+    def _time_block(
+        self,
+        kernel_of: dict[str, Any],
+        args: list[list[bytes]],
+        geometry: Geometry,
+        plan: _TimingPlan,
+        sides: dict[str, bytes],
+        graphs: list[Any],
+        samples: dict[str, list[float]],
+        first_round: int,
+        n_rounds: int,
+        rounds: int,
+        result: dict[str, Any],
+    ) -> None:
+        """One block's rounds; graphs it captures are appended to ``graphs`` for the caller to destroy."""
+        device = self.device
+        n_sets = len(args)
+        graph_of: dict[str, Any] = {}
+        if plan.method == "graph":
+            try:
+                for side in sides:  # capture in this block's load order
+                    self._step(f"capture {side}", first_round, rounds)
+                    launches = [(kernel_of[side], args[i % n_sets]) for i in range(plan.batch)]
+                    graph_of[side] = device.capture(launches, geometry)
+                    graphs.append(graph_of[side])
+            except DeviceError as exc:
+                if exc.fatal:
+                    raise
+                plan.method = "stream"  # capture unsupported: plain launches (gaps are then included)
+                result.setdefault("notes", []).append(f"graph capture failed ({exc}); timed stream launches")
+        for graph in graph_of.values():
+            device.time_graph(graph)  # untimed: a fresh graph's first replay runs a few percent slow
+        for round_idx in range(first_round, first_round + n_rounds):
+            # Alternate which side goes first (AB, BA, AB …) so neither always runs right after the other's
+            # warm caches or clocks.
+            order = ("original", "edit") if round_idx % 2 == 0 else ("edit", "original")
+            for side in order:
+                self._step(f"round {round_idx + 1}/{rounds} {side}", round_idx, rounds)
+                kernel = kernel_of[side]
+                if plan.method == "flush+events":
+                    total = sum(device.time_flushed(kernel, geometry, args[0]) for _ in range(plan.batch))
+                elif plan.method == "graph":
+                    total = device.time_graph(graph_of[side])
+                else:
+                    launches = [(kernel, args[i % n_sets]) for i in range(plan.batch)]
+                    total = device.time_launches(launches, geometry)
+                samples[side].append(total / plan.batch)
 
     # -- one launch (smoke tests, the profiler's launcher) --------------------------------------------------
     def launch(
@@ -465,6 +530,15 @@ class Session:
             if self.phase.startswith("load"):
                 result["status"] = "load_error"
         return result
+
+
+@dataclass
+class _TimingPlan:
+    batch: int
+    method: str
+    """"graph", "flush+events", or "stream" once a graph capture failed."""
+    warmup: int
+    estimate_ms: dict[str, float]
 
 
 def _geometry(spec: LaunchSpec) -> Geometry:

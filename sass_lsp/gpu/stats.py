@@ -1,9 +1,8 @@
 """Summary statistics for timings: median and IQR per side, and a paired bootstrap CI of the speedup.
 
 Rounds are the unit of resampling: each round timed the original and the edit back to back, so a round's pair
-shares the same clock and thermal state. Resampling whole rounds keeps that pairing; the RNG seed is fixed
-so the
-same samples always give the same interval.
+shares the same clock and thermal state. Resampling whole rounds keeps that pairing; the RNG seed is fixed so
+the same samples always give the same interval.
 """
 
 from __future__ import annotations
@@ -68,22 +67,33 @@ def bootstrap_ratio_ci(
     orig_ms: list[float] | np.ndarray,
     edit_ms: list[float] | np.ndarray,
     *,
+    blocks: list[int] | np.ndarray | None = None,
     confidence: float = 0.95,
     n_resamples: int = 10_000,
     seed: int = BOOTSTRAP_SEED,
 ) -> RatioCI:
-    """Percentile bootstrap of median(orig)/median(edit), resampling paired rounds."""
+    """Percentile bootstrap of median(orig)/median(edit), resampling paired rounds.
+
+    With ``blocks`` (each round's block number) rounds are resampled within their block, so every resample
+    keeps the timing's counterbalanced design: as many rounds from each module-load order as were measured.
+    """
     a = np.asarray(orig_ms, dtype=np.float64)
     b = np.asarray(edit_ms, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
         raise ValueError("need two equally long series of at least 2 paired rounds")
+    block_of = np.zeros(a.size, dtype=np.int64) if blocks is None else np.asarray(blocks, dtype=np.int64)
+    if block_of.shape != a.shape:
+        raise ValueError("need one block number per round")
+    strata = [np.flatnonzero(block_of == blk) for blk in np.unique(block_of)]
     rng = np.random.default_rng(seed)
     ratios = np.empty(n_resamples)
     # Chunked so 10k resamples of long series stay within a few MB.
     chunk = max(1, 2_000_000 // a.size)
     for start in range(0, n_resamples, chunk):
         stop = min(n_resamples, start + chunk)
-        idx = rng.integers(0, a.size, size=(stop - start, a.size))
+        idx = np.concatenate(
+            [rows[rng.integers(0, rows.size, size=(stop - start, rows.size))] for rows in strata], axis=1
+        )
         ratios[start:stop] = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(ratios, [tail, 1.0 - tail])

@@ -86,7 +86,9 @@ class _Worker:
                 )
             elif op == "time":
                 options = {
-                    k: msg[k] for k in ("rounds", "warmup", "target_batch_ms", "cache", "seed") if k in msg
+                    k: msg[k]
+                    for k in ("rounds", "blocks", "warmup", "target_batch_ms", "cache", "seed")
+                    if k in msg
                 }
                 result = session.time(
                     unb64(msg["orig_b64"]),
