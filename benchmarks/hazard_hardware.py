@@ -7,6 +7,7 @@ original on fresh random inputs in the isolated GPU worker. Every mutant that gi
 crashes must be flagged; no mutant the checker calls safe may differ.
 
     python benchmarks/hazard_hardware.py --corpus DIR [--per-class 2] [--safe 6] [--seeds 2] [--json OUT]
+        [--time-limit S]
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--only-safe", action="store_true", help="run only the checker-accepted swaps")
+    ap.add_argument("--time-limit", type=float, default=0.0, help="stop running mutants after S seconds")
     args = ap.parse_args(argv)
     runner = GpuRunner(timeout_s=60)
     rng = random.Random(2026)
@@ -103,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
                 variants.append((cls, line, mutant))
         variants += [("safe_swap", ln, text) for ln, text in safe_swaps(lines, module, sem, rng, args.safe)]
         for cls, line, mutant in variants:
+            if args.time_limit and time.time() - t0 > args.time_limit:
+                print(f"time limit: {name} {cls} line {line} and later mutants not run", flush=True)
+                break
             flagged = n_errors(mutant, arch) > 0
             try:
                 edit = assemble_cuasm(mutant, source_name=f"{name}:{line}", verify=False)

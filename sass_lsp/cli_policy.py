@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from sass_lsp.cli import CliError
@@ -78,66 +79,142 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_optimize(args: argparse.Namespace) -> int:
-    """Policy-guided search verified and timed on the GPU; writes the best verified schedule, report, plot."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+@dataclass(frozen=True)
+class OptimizeJob:
+    """One kernel for ``optimize``: picklable, so a Ray task can run it on another GPU."""
 
+    cuasm: Path
+    launch: Path
+    budget: float
+    out_stem: Path
+    policy: Path | None
+    seed: int
+
+
+def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
+    launches = args.launch or [p.with_suffix(".launch.toml") for p in args.cuasm]
+    if len(launches) != len(args.cuasm):
+        raise CliError(
+            f"{len(args.cuasm)} kernels but {len(launches)} --launch specs\n"
+            "  hint: give one --launch per kernel, in order, or none (K.launch.toml beside each K.cuasm)"
+        )
+    if args.out and len(args.cuasm) > 1:
+        raise CliError(
+            "--out names one output stem\n  hint: leave it out with several kernels (K.optimized.*)"
+        )
+    return [
+        OptimizeJob(
+            cuasm,
+            launch,
+            args.budget,
+            args.out or cuasm.with_name(cuasm.stem + ".optimized"),
+            args.policy,
+            args.seed,
+        )
+        for cuasm, launch in zip(args.cuasm, launches, strict=True)
+    ]
+
+
+def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (search.Trial -> None)
+    """Policy candidates for one kernel, screened and confirmed on the GPU; the outputs written. A summary."""
     from sass_lsp.cuasm import AssembleError, assemble_cuasm
     from sass_lsp.gpu import GpuRunner, SpecError, load_spec
     from sass_lsp.gpu.measure import GpuMeasure
     from sass_lsp.gpu.optimize import optimize, report_dict, write_outputs
     from sass_lsp.policy.candidates import policy_candidates
 
-    text, arch = _text_and_arch(args.cuasm)
+    text, arch = _text_and_arch(job.cuasm)
     try:
-        spec = load_spec(args.launch)
+        spec = load_spec(job.launch)
     except (SpecError, OSError) as exc:
-        raise CliError(f"{args.launch}: {exc}") from exc
+        raise CliError(f"{job.launch}: {exc}") from exc
     try:
-        original = assemble_cuasm(text, source_name=str(args.cuasm))
+        original = assemble_cuasm(text, source_name=str(job.cuasm))
     except AssembleError as exc:
         raise CliError(str(exc)) from exc
-    net = load_net(args.policy)
-    out_stem = args.out or args.cuasm.with_name(args.cuasm.stem + ".optimized")
-    log_path = out_stem.with_suffix(".measurements.jsonl")
-    cands = policy_candidates(text, arch, net=net, kernel=spec.kernel, seed=args.seed)
-    with (
-        GpuRunner(timeout_s=120) as runner,
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed:.0f}/{task.total:.0f} GPU s"),
-            TimeElapsedColumn(),
-            transient=False,
-        ) as bar,
-    ):
+    net = load_net(job.policy)
+    cands = policy_candidates(text, arch, net=net, kernel=spec.kernel, seed=job.seed)
+    with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
         if not hello.ok:
             raise CliError(f"no GPU worker: {hello.error}")
+        log_path = job.out_stem.with_suffix(".measurements.jsonl")
         measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path)
-        task = bar.add_task("optimize", total=args.budget)
-        best = 1.0
-
-        def on_trial(trial) -> None:  # noqa: ANN001 (search.Trial)
-            nonlocal best
-            if trial.result.accepted:
-                best = max(best, trial.result.speedup or 1.0)
-            done = f"{measure.calls} candidates, best screened {best:.3f}x"
-            bar.update(task, completed=min(trial.spent, args.budget), description=done)
-
-        result = optimize(cands, measure, args.budget, on_trial=on_trial)
-    report = report_dict(result, kernel=spec.label, budget_s=args.budget)
-    paths = write_outputs(result, out_stem, report)
+        result = optimize(cands, measure, job.budget, on_trial=on_trial)
+    report = report_dict(result, kernel=spec.label, budget_s=job.budget)
+    paths = write_outputs(result, job.out_stem, report)
     conf = result.confirmation
-    if result.verified and conf is not None and conf.timing is not None:
-        print(f"verified: {conf.message}")
+    if result.verified and conf is not None:
+        message = f"verified: {conf.message}"
     elif conf is not None:
-        print(f"best screened candidate not confirmed: {conf.message}; the original stays best")
+        message = f"best screened candidate not confirmed: {conf.message}; the original stays best"
     else:
-        print("no candidate was faster than the original in screening; the original stays best")
-    for p in paths:
-        print(f"wrote {p}")
-    return 0
+        message = "no candidate was faster than the original in screening; the original stays best"
+    return {
+        "kernel": spec.label,
+        "cuasm": str(job.cuasm),
+        "verified": result.verified,
+        "message": message,
+        "gpu_seconds": report["gpu_seconds"],
+        "n_candidates": report["n_candidates"],
+        "paths": [str(p) for p in paths],
+        "gpu": hello.result.get("device", {}).get("gpu"),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "pid": os.getpid(),
+    }
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    """Policy-guided search verified and timed on the GPU; writes the best verified schedule, report, plot.
+
+    One kernel runs here with a progress bar per GPU second; several fan out over the GPUs with Ray.
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    jobs = _optimize_jobs(args)
+    columns = (TextColumn("{task.description}"), BarColumn())
+    if len(jobs) == 1 and not args.ray:
+        with Progress(
+            *columns, TextColumn("{task.completed:.0f}/{task.total:.0f} GPU s"), TimeElapsedColumn()
+        ) as bar:
+            task = bar.add_task("optimize", total=args.budget)
+            best, n_done = 1.0, 0
+
+            def on_trial(trial) -> None:  # noqa: ANN001 (search.Trial)
+                nonlocal best, n_done
+                n_done += 1
+                if trial.result.accepted:
+                    best = max(best, trial.result.speedup or 1.0)
+                done = f"{n_done} candidates, best screened {best:.3f}x"
+                bar.update(task, completed=min(trial.spent, args.budget), description=done)
+
+            summaries = [optimize_one(jobs[0], on_trial)]
+    else:
+        from sass_lsp.gpu.fanout import FanOutError, fan_out
+
+        with Progress(
+            *columns, TextColumn("{task.completed}/{task.total} kernels"), TimeElapsedColumn()
+        ) as bar:
+            task = bar.add_task("optimize (Ray, one kernel per GPU)", total=len(jobs))
+            try:
+                summaries = fan_out(
+                    optimize_one, jobs, address=args.ray_address, on_done=lambda i, r: bar.advance(task)
+                )
+            except FanOutError as exc:
+                raise CliError(str(exc)) from exc
+    failed = 0
+    for job, summary in zip(jobs, summaries, strict=True):
+        if "error" in summary:
+            failed += 1
+            print(f"{job.cuasm}: error: {summary['error']}", file=sys.stderr)
+            continue
+        if len(jobs) > 1:
+            print(f"{job.cuasm} (GPU {summary['cuda_visible_devices'] or '-'}): {summary['message']}")
+        else:
+            print(summary["message"])
+        for p in summary["paths"]:
+            print(f"wrote {p}")
+    return 1 if failed else 0
 
 
 # The Triton kernels of the shared sm_90 corpus the policy trains on; the other four are held out for the GPU
@@ -292,10 +369,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_suggest)
 
     p = sub.add_parser("optimize", help="policy-guided search, verified and timed on the GPU")
-    p.add_argument("cuasm", type=Path)
-    p.add_argument("--launch", type=Path, required=True, help="K.launch.toml")
-    p.add_argument("--budget", type=float, default=300.0, help="GPU seconds for screening (default 300)")
-    p.add_argument("--out", type=Path, help="output stem (default: K.optimized.*)")
+    p.add_argument("cuasm", type=Path, nargs="+", help="one or more K.cuasm (several fan out with Ray)")
+    p.add_argument(
+        "--launch",
+        type=Path,
+        action="append",
+        help="K.launch.toml, once per kernel (default: beside K.cuasm)",
+    )
+    p.add_argument("--budget", type=float, default=300.0, help="GPU seconds for screening per kernel (300)")
+    p.add_argument("--out", type=Path, help="output stem, one kernel only (default: K.optimized.*)")
+    p.add_argument("--ray", action="store_true", help="run through Ray even for one kernel")
+    p.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else start one here)")
     p.add_argument("--policy", type=Path)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_optimize)

@@ -80,6 +80,30 @@ def test_rule_fixtures(body: str, expected: list[tuple[int, str]]) -> None:
         assert item in got, got
 
 
+# The H200 cases (benchmarks/results/hazard_hardware_h200_run2.log): a swap left these alu<->fma pairs 4
+# cycles apart and the kernel computed wrong results; ptxas puts VIADD<->IMAD at 4 (VIADD issues like IMAD).
+ALU_FMA = (
+    "  [B------:R-:W-:-:S04]  {first} ;\n  [B------:R-:W-:-:S01]  {second} ;\n"
+    "  [B------:R-:W-:Y:S05]  EXIT ;\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "flagged"),
+    [
+        ("LOP3.LUT R21, R21, 0x5c, R26, 0x78, !PT", "IMAD R27, R28, 0x8, R21", True),
+        ("IMAD R4, R0, UR9, RZ", "LEA R16, P0, R4, UR10, 0x2", True),
+        ("VIADD R4, R0, 0x1", "IMAD R27, R28, 0x8, R4", False),
+        ("IMAD R4, R0, UR9, RZ", "VIADD R5, R4, 0x1", False),
+        ("LOP3.LUT R4, R0, 0x5c, R26, 0x78, !PT", "I2FP.F32.S32 R5, R4", False),
+    ],
+)
+def test_alu_fma_pairs_need_five_cycles_on_sm90(first: str, second: str, flagged: bool) -> None:
+    body = ALU_FMA.format(first=first, second=second)
+    assert ((4, "SASS002") in _codes(body)) is flagged
+    assert (4, "SASS002") not in _codes(body.replace("S04", "S05", 1))
+
+
 def test_out_of_range_fields() -> None:
     """The parser rejects S16+ itself; an editor may still hand us such a node (SASS012)."""
     import dataclasses

@@ -1,0 +1,71 @@
+"""``sass-lsp optimize`` over several kernels: one Ray task per kernel (here on the fake GPU backend, which
+rejects every real cubin, so the plumbing is what is tested: jobs, worker processes, outputs, errors)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sass_lsp.cli_policy import OptimizeJob, optimize_one
+from sass_lsp.cuasm import write_cuasm
+from sass_lsp.gpu.fanout import fan_out
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "sass_lsp" / "examples"
+
+
+@pytest.fixture
+def two_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[OptimizeJob]:
+    monkeypatch.setenv("SASS_LSP_GPU_BACKEND", "fake")  # Ray's local workers inherit the environment
+    text = write_cuasm((EXAMPLES / "triton_add.cubin").read_bytes(), source_name="triton_add.cubin")
+    launch = (EXAMPLES / "triton_add.launch.toml").read_text()
+    jobs = []
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.cuasm").write_text(text)
+        (tmp_path / f"{name}.launch.toml").write_text(launch)
+        jobs.append(
+            OptimizeJob(
+                tmp_path / f"{name}.cuasm",
+                tmp_path / f"{name}.launch.toml",
+                0.005,  # GPU seconds: the fake backend rejects each candidate in ~3 ms
+                tmp_path / f"{name}.optimized",
+                None,
+                0,
+            )
+        )
+    return jobs
+
+
+def test_fan_out_runs_each_kernel_in_its_own_ray_task(two_kernels: list[OptimizeJob]) -> None:
+    finished: list[int] = []
+    results = fan_out(optimize_one, two_kernels, on_done=lambda i, r: finished.append(i))
+    assert sorted(finished) == [0, 1]
+    for job, summary in zip(two_kernels, results, strict=True):
+        assert "error" not in summary, summary
+        assert summary["cuasm"] == str(job.cuasm) and summary["gpu"] == "FakeGPU (test double)"
+        assert summary["pid"] != os.getpid()  # ran in a Ray worker, not here
+        report = json.loads(job.out_stem.with_suffix(".report.json").read_text())
+        assert report["n_candidates"] == summary["n_candidates"] > 0
+        # the fake GPU loads no real cubin: every candidate is rejected, none is written out
+        assert report["verified"] is False and report["n_rejected"] == report["n_candidates"]
+        assert not job.out_stem.with_suffix(".cubin").exists()
+
+
+def test_a_failing_job_is_its_own_row(two_kernels: list[OptimizeJob]) -> None:
+    two_kernels[1].launch.write_text("kernel = 3\n")
+    results = fan_out(optimize_one, two_kernels)
+    assert "error" not in results[0]
+    assert "CliError" in results[1]["error"] and "b.launch.toml" in results[1]["error"]
+
+
+def test_cli_checks_launch_specs_per_kernel(two_kernels: list[OptimizeJob]) -> None:
+    a, b = (str(j.cuasm) for j in two_kernels)
+    cmd = [sys.executable, "-m", "sass_lsp", "optimize", a, b, "--launch", str(two_kernels[0].launch)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+    assert done.returncode != 0 and "2 kernels but 1 --launch specs" in done.stderr, done.stderr
+    done = subprocess.run([*cmd[:6], "--out", "x"], capture_output=True, text=True, env=os.environ)
+    assert done.returncode != 0 and "--out names one output stem" in done.stderr, done.stderr
