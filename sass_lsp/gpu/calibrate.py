@@ -416,7 +416,8 @@ def merge_measured(semantics: dict[str, Any], raw: dict[str, Any], raw_name: str
         ptxas = derived.get((producer, consumer, operand))
         if ptxas is not None and ptxas < cycles:
             # ptxas's correct code is closer than the probe needed: the pipe classes are too coarse for this
-            # pair (VIADD->IMAD at 4 is fine, IADD3->IMAD at 4 is not). Keep the figure, do not apply it.
+            # pair (before VIADD moved to the fma class, VIADD->IMAD at 4 was fine and IADD3->IMAD at 4 was
+            # not: tools/isa/build_semantics.py PIPE_BY_ARCH). Keep the figure, do not apply it.
             semantics.setdefault("measured_not_applied", [])
             unapplied = {
                 "producer": producer,

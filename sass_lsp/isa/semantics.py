@@ -174,9 +174,9 @@ class Semantics:
 
     def placement_latency(self, producer: str, consumer: str, operand: str) -> int | None:
         """Cycles to leave between a producer and a consumer that an edit places closer than ptxas did: the
-        checker's latency raised to a hardware measurement it does not apply (``measured_not_applied``: the
-        H200 needs 5 cycles for IADD3 -> IMAD, yet ptxas places VIADD -> IMAD at 4, so the checker keeps 4
-        rather than flag ptxas's own code)."""
+        checker's latency raised to a hardware measurement it does not apply (``measured_not_applied``: a
+        calibrated minimum above a distance ptxas itself uses, so the pipe classes are too coarse for that
+        pair; the checker keeps ptxas's figure rather than flag ptxas's own code)."""
         row = self.latency(producer, consumer, operand)
         floor = self._measured_floor.get((producer, consumer, operand))
         if row is None:

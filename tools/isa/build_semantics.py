@@ -267,12 +267,13 @@ def classify(modules: list[tuple[Path, Module]]) -> dict[str, dict]:
 
 # Where ptxas's own schedules put an opcode in the other pipe class. On sm_90, sm_100a and sm_120 every
 # alu<->fma register pair ptxas emits is >= 5 cycles apart except VIADD<->IMAD, LOP3/IADD3 -> I2FP -> FSETP,
-# SHF -> F2FP -> PRMT and FSEL -> FCHK, which it places at 4: VIADD issues like IMAD there, and I2FP, F2FP
-# and FCHK like the ALU. The H200 agrees: its calibrated alu<->fma latency is 5 (IADD3->IMAD, IMAD->IADD3),
+# SHF -> F2FP -> PRMT and FSEL/FFMA/FADD -> FCHK, which it places at 4: VIADD issues like IMAD there, I2FP
+# and F2FP like the ALU, and FCHK (variable latency, like MUFU) reads both at 4. The H200 agrees: its
+# calibrated alu<->fma latency is 5 (IADD3->IMAD, IMAD->IADD3),
 # and swaps that left LOP3->IMAD and IMAD->LEA at 4 cycles gave wrong results
 # (benchmarks/results/hazard_hardware_h200_run2.log).
 PIPE_BY_ARCH: dict[str, dict[str, str]] = {
-    arch: {"VIADD": "fma", "I2FP": "alu", "F2FP": "alu", "FCHK": "alu"}
+    arch: {"VIADD": "fma", "I2FP": "alu", "F2FP": "alu", "FCHK": "xu"}
     for arch in ("sm_90", "sm_100a", "sm_120")
 }
 
