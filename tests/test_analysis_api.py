@@ -64,6 +64,12 @@ def test_clean_fixture() -> None:
             "  [B------:R-:W-:-:S01]  ULDC.64 UR8, c[0x0][0x208] ;\n  [B------:R-:W-:Y:S05]  EXIT ;\n",
             [(4, "SASS017")],
         ),
+        # SASS017: ULDC rewrites UR9 two cycles after ULEA.HI.X read it (faulted on the H200; ptxas: >= 3)
+        (
+            "  [B------:R-:W-:-:S02]  ULEA.HI.X.SX32 UR4, UR4, UR9, 0x2, UP0 ;\n"
+            "  [B------:R-:W-:-:S01]  ULDC.64 UR8, c[0x0][0x208] ;\n  [B------:R-:W-:Y:S05]  EXIT ;\n",
+            [(4, "SASS017")],
+        ),
         # SASS006: wait on nothing
         ("  [B--2---:R-:W-:Y:S04]  MOV R4, 0x1 ;\n  [B------:R-:W-:Y:S05]  EXIT ;\n", [(3, "SASS006")]),
         # SASS011: long stall without Y; S00 on a real instruction
@@ -78,6 +84,16 @@ def test_rule_fixtures(body: str, expected: list[tuple[int, str]]) -> None:
     got = _codes(body)
     for item in expected:
         assert item in got, got
+
+
+def test_uniform_rewrite_distance_depends_on_the_writer() -> None:
+    read = "  [B------:R-:W-:-:S0{n}]  ULEA.HI.X.SX32 UR4, UR4, UR9, 0x2, UP0 ;\n"
+    tail = "  [B------:R-:W-:Y:S05]  EXIT ;\n"
+    uldc = "  [B------:R-:W-:-:S01]  ULDC.64 UR8, c[0x0][0x208] ;\n"
+    uiadd = "  [B------:R-:W-:-:S01]  UIADD3 UR9, UR9, 0x1, URZ ;\n"
+    assert (4, "SASS017") not in _codes(read.format(n=3) + uldc + tail)
+    assert (4, "SASS017") not in _codes(read.format(n=2) + uiadd + tail)
+    assert (4, "SASS017") in _codes(read.format(n=1) + uiadd + tail)
 
 
 # The H200 cases (benchmarks/results/hazard_hardware_h200_run2.log): a swap left these alu<->fma pairs 4

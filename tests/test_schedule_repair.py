@@ -403,3 +403,18 @@ def test_an_hgmma_operand_keeps_ptxas_distance() -> None:
     b = next(b for b in k.blocks if b.start <= j < b.end)
     facts = kernel_context(k, SEM).block_facts(b.idx)
     assert dict(facts.dist[j])[r] == facts.orig_t[j] - facts.orig_t[r] == 15
+
+
+def test_a_load_without_read_scoreboard_stays_before_younger_ones_with_one() -> None:
+    """rmsnorm on the H200 (reorder_hardware_h200_run7): `@!P4 LDG.E.128 R16, [R40.64+0x2800]` (no R
+    scoreboard) sunk below the `R0` LDGs of R12 and R8 faulted: `FFMA R41` waits on SB0, which covers the
+    address reads of older loads only, and rewrote R41 first. It may move up, never below them."""
+    k = _shared_kernel("rmsnorm_f32_4096")
+    node = next(n for n in k.nodes if n.text.startswith("@!P4 LDG.E.128 R16"))
+    b = next(b for b in k.blocks if b.start <= node.idx < b.end)
+    order = list(range(b.start, b.end))
+    pos = order.index(node.idx)
+    younger = [order.index(n.idx) for n in k.nodes[node.idx + 1 : b.end] if n.ctrl.read_sb is not None]
+    assert younger and all(k.nodes[order[q]].eff.opcode == "LDG" for q in younger[:2])
+    targets = legal_targets(order, pos, block_deps(k, b.idx, SEM))
+    assert max(targets) < younger[0] and min(targets) < pos

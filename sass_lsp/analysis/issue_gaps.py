@@ -28,7 +28,7 @@ def issue_gap_rules(p: Program, sem: Semantics) -> list[Finding]:
         if sb_set:
             out += _early_waits(p, b.start, b.end, sb_set)
         if uwar:
-            out += _early_uniform_writes(p, b.start, b.end, uwar)
+            out += _early_uniform_writes(p, b.start, b.end, sem)
     return out
 
 
@@ -57,13 +57,18 @@ def _early_waits(p: Program, start: int, end: int, need: int) -> list[Finding]:
     return out
 
 
-def _early_uniform_writes(p: Program, start: int, end: int, need: int) -> list[Finding]:
+def _early_uniform_writes(p: Program, start: int, end: int, sem: Semantics) -> list[Finding]:
+    """The distance needed depends on the writer's pipe (ULDC/UMOV need 3 cycles on sm_90, uniform ALU 2)."""
+    need_by_pipe: dict[str, int] = {}
     out = []
     readers: dict[int, tuple[int, int]] = {}  # uniform unit -> (last uniform-datapath reader, issue cycle)
     t = 0
     for i in range(start, end):
         f = p.facts[i]
         if not f.fb & F_NEVER:
+            need = need_by_pipe.get(f.s.pipe)
+            if need is None:
+                need = need_by_pipe[f.s.pipe] = sem.param_for("uniform_war_cycles", f.s.pipe) or 0
             written = f.def_mask & _UR_MASK
             while written:
                 u = (written & -written).bit_length() - 1

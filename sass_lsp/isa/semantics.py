@@ -187,6 +187,11 @@ class Semantics:
         row = self.params.get(name)
         return None if row is None else int(row["value"])
 
+    def param_for(self, name: str, key: str) -> int | None:
+        """A parameter for one case (``by_writer``: the writing instruction's pipe), else its value."""
+        row = self.params.get(name)
+        return None if row is None else int(row.get("by_writer", {}).get(key, row["value"]))
+
     def assumed_latency(self, queue: str | None) -> int:
         row = self.var_latency.get(queue or "", self.var_latency.get("default"))
         return int(row["cycles"]) if row else 0

@@ -631,6 +631,17 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
                 for j in same:
                     if j < c:
                         edges.add(j, c, EDGE_ORDER)
+    # A memory op without an R scoreboard reads its sources when it leaves its queue, in order with that
+    # queue: a later op's R scoreboard also covers it, and ptxas lets the next writer of its sources wait on
+    # that one. It stays before every later R-scoreboard op of its queue (on the H200 an LDG sunk below two
+    # `R0` LDGs read R41 after the FFMA that waited on SB0 rewrote it: a fault,
+    # benchmarks/results/reorder_hardware_h200_run7.log).
+    for i in idxs:
+        f = info[i]
+        if f.mem is not None and f.rsb is None and f.late and not f.never and not f.gmma:
+            for j in producers:
+                if j > i and info[j].rsb is not None and info[j].queue == f.queue:
+                    edges.add(i, j, EDGE_ORDER)
     # DEPBAR.LE SBn, k > 0 (here or in a successor) counts the youngest k: keep their order.
     for sb in range(6):
         if ctx.keep_sbs >> sb & 1:

@@ -401,8 +401,9 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
     }
 
 
-def uniform_war_gaps(k) -> list[int]:  # noqa: ANN001  (an analysis.program.Kernel)
-    """Cycles from a uniform-datapath instruction's read of a uniform register to the next write of it."""
+def uniform_war_gaps(k) -> list[tuple[str, int]]:  # noqa: ANN001  (an analysis.program.Kernel)
+    """(writer's pipe, cycles) from a uniform-datapath instruction's read of a uniform register to the next
+    write of it."""
     from sass_lsp.isa.semantics import UNIT_BASE
 
     gaps = []
@@ -417,7 +418,7 @@ def uniform_war_gaps(k) -> list[int]:  # noqa: ANN001  (an analysis.program.Kern
                 d = r.ctrl.stall
                 for w in nodes[i + 1 :]:
                     if u in w.eff.def_units:
-                        gaps.append(d)
+                        gaps.append((w.eff.pipe, d))
                         break
                     d += w.ctrl.stall
     return gaps
@@ -550,13 +551,23 @@ def build(arch: str) -> dict:
             "ref": f"{ref}: min of {len(ev['sb_gaps'])} setter-to-first-wait distances of a scoreboard",
         }
     if ev["uwar_gaps"]:
+        by_writer: dict[str, int] = {}
+        for pipe, gap in ev["uwar_gaps"]:
+            by_writer[pipe] = min(gap, by_writer.get(pipe, gap))
         params["uniform_war_cycles"] = {
-            "value": min(ev["uwar_gaps"]),
+            "value": min(by_writer.values()),
+            "by_writer": dict(sorted(by_writer.items())),
             "source": "exp",
-            "ref": f"{ref}: min of {len(ev['uwar_gaps'])} uniform-datapath read-to-next-write distances",
+            "ref": f"{ref}: min of {len(ev['uwar_gaps'])} uniform-datapath read-to-next-write distances, "
+            "per writer pipe",
         }
     for name, row in old.get("params", {}).items():
         if row.get("source") == "measured":
+            # A measured figure stays; a per-case split ptxas shows (by_writer) follows the evidence, never
+            # below the measured value.
+            split = params.get(name, {}).get("by_writer")
+            if split:
+                row = {**row, "by_writer": {k: max(v, int(row["value"])) for k, v in split.items()}}
             params[name] = row
     table["params"] = params
     return table
