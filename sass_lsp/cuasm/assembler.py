@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from sass_lsp.cuasm.ctrl import CTRL_MASK, encode_ctrl
-from sass_lsp.cuasm.encoding import EncodeFn, default_encoder
+from sass_lsp.cuasm.encoding import EncodeFn, context_rules, default_encoder
 from sass_lsp.cuasm.exprs import Context, ExprError, evaluate
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.elf.arch import OSABI_CUDA_V7, sm_from_flags
@@ -41,6 +41,8 @@ from sass_lsp.elf.model import (
 from sass_lsp.elf.nvinfo import EIATTR_REGCOUNT, SVAL, parse_nvinfo, write_nvinfo
 from sass_lsp.elf.reader import pack_relocations, pack_symbol, parse_symbols
 from sass_lsp.elf.writer import write_cubin
+from sass_lsp.isa.context import Context as KernelContext
+from sass_lsp.isa.context import section_contexts
 from sass_lsp.model import Diagnostic, Directive, Field, Instruction, Label, Module, SectionBlock, has_errors
 
 R_CUDA_32 = 1
@@ -163,6 +165,7 @@ class _Assembler:
         self.sym_index: dict[str, int] = {}
         self.current_text: int | None = None
         self.ctrl_bits: dict[str, int] = {}  # control text -> shifted bits (a kernel has few distinct ones)
+        self.context_rules = context_rules(encode)
 
     def error(self, line: int, col: int, message: str, hint: str = "") -> None:
         self.diags.append(Diagnostic(line, col, message, hint))
@@ -250,9 +253,11 @@ class _Assembler:
         nobits = sec.type == SHT_NOBITS
         labels = {name: off for name, (idx, off) in self.labels.items() if idx == sec.idx}
         self.current_text = sec.idx
+        contexts = iter(self.section_contexts(sec))
         for item in sec.block.items:
             if isinstance(item, Instruction):
-                out += self.encode_instruction(item, len(out), labels).to_bytes(16, "little")
+                word = self.encode_instruction(item, len(out), labels, next(contexts))
+                out += word.to_bytes(16, "little")
                 continue
             if isinstance(item, Label):
                 continue
@@ -322,7 +327,14 @@ class _Assembler:
         found.sort(key=lambda s: s.type != SHT_RELA)
         return found[0] if found else None
 
-    def encode_instruction(self, ins: Instruction, pc: int, labels: Mapping[str, int]) -> int:
+    def section_contexts(self, sec: _Sec) -> list[KernelContext | None]:
+        """Kernel context of each instruction of ``sec`` (:mod:`sass_lsp.isa.context`)."""
+        texts = [it.text for it in sec.block.items if isinstance(it, Instruction)]
+        return section_contexts(self.context_rules, texts)
+
+    def encode_instruction(
+        self, ins: Instruction, pc: int, labels: Mapping[str, int], context: KernelContext | None = None
+    ) -> int:
         ctrl = self.ctrl_bits.get(ins.ctrl)
         if ctrl is None:
             ctrl = self.ctrl_bits[ins.ctrl] = encode_ctrl(ins.ctrl)
@@ -337,7 +349,10 @@ class _Assembler:
             )
             return 0
         try:
-            encoded = self.encode(ins.text, pc=pc, labels=labels)
+            if context is None:
+                encoded = self.encode(ins.text, pc=pc, labels=labels)
+            else:
+                encoded = self.encode(ins.text, pc=pc, labels=labels, context=context)
         except Exception as err:  # the encoder reports unsupported instructions by raising
             hint = getattr(err, "hint", "") or "check the opcode, modifiers and operands"
             col = ins.text_col + int(getattr(err, "col", 0) or 0)

@@ -32,15 +32,42 @@ _SLOT = re.compile(
 )
 
 
-def split_shape(text: str) -> list[str]:
-    """``[literal, slot, literal, slot, ..., literal]``; the literals (``[::2]``) are the shape."""
+def split_shape(text: str, memo: dict[str, list[str]] | None = None) -> list[str]:
+    """``[literal, slot, literal, slot, ..., literal]``; the literals (``[::2]``) are the shape.
+
+    The scan runs per operand; ``memo`` (operand text -> its split) saves rescanning operands, which
+    kernels repeat far more than whole texts. That gives the whole text's split: no slot spans the ``", "``
+    between operands, and no look-around of ``_SLOT`` reaches past the space before an operand or sees
+    more than "no word character" after it. The opcode holds no slot (nothing is one after a word character
+    or '.'); a guard is one."""
     head, sep, rest = text.partition(" ")
-    if not sep or head[:1] == "@":  # a guard is a slot: scan all
+    if not sep:
         return _SLOT.split(text)
-    # The opcode holds no slot (nothing is one after a word character or '.'): scan from the space.
-    parts = _SLOT.split(sep + rest)
-    parts[0] = head + parts[0]
+    if head[:1] == "@":
+        opcode, sep, rest = rest.partition(" ")
+        parts = _SLOT.split(head + " ")  # the guard's slot needs the space after it
+        parts[-1] += opcode
+        if not sep:
+            return parts
+    else:
+        parts = [head]
+    if memo is None:
+        memo = {}
+    elif len(memo) >= _MAX_OPERANDS:
+        memo.clear()
+    joint = ""
+    for op in rest.split(", "):
+        pieces = memo.get(op)
+        if pieces is None:
+            pieces = memo[op] = _SLOT.split(" " + op)
+        parts[-1] += joint + pieces[0]
+        if len(pieces) > 1:
+            parts += pieces[1:]
+        joint = ","
     return parts
+
+
+_MAX_OPERANDS = 1 << 16  # operand splits remembered before a memo starts over
 
 
 class Role(NamedTuple):
