@@ -266,7 +266,7 @@ class Encoder:
             linear = _Linear(self, gen, None, 0)
             form, hidden, tokens = fs.general_key, gen.hidden_mask, fs.tokens
         else:
-            irr = 0 if gen is None else gen.irregular_mask | gen.invisible_mask | spec.invisible_mask
+            irr = 0 if gen is None else _specific_columns(gen, spec)
             linear = _Linear(self, gen, spec, irr)
             form, hidden, tokens = (
                 fs.specific_key,
@@ -357,7 +357,7 @@ class Encoder:
             return s_word, fs.specific_key, spec.hidden_mask, s_unseen
         g_word, g_unseen = self._feats(gen, fs.bits + fs.tokens)
         # the general model is trusted only on columns it explains linearly from visible data
-        irr = gen.irregular_mask | gen.invisible_mask | spec.invisible_mask
+        irr = _specific_columns(gen, spec)
         word = (g_word & ~irr) | (s_word & irr)
         word = (word & ~spec.hidden_mask) | spec.hidden_value
         return word, fs.specific_key, spec.hidden_mask, g_unseen
@@ -415,6 +415,16 @@ class Encoder:
             ins.operands[0].col if ins.operands else ins.opcode_col,
             "known forms: " + "; ".join(near),
         )
+
+
+def _specific_columns(gen: FormModel, spec: FormModel) -> int:
+    """Columns the specific model decides: those the general one does not explain linearly from visible
+    data. For a form seen only through probing, columns that only the general model knows to be invisible
+    stay the general model's: its real samples fill them, where the probes' source words left junk."""
+    columns = gen.irregular_mask | gen.invisible_mask | spec.invisible_mask
+    if not spec.n_real:
+        columns &= ~(gen.invisible_mask & ~spec.invisible_mask & ~gen.irregular_mask & ~gen.hidden_mask)
+    return columns
 
 
 class _Linear:

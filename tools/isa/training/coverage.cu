@@ -113,3 +113,19 @@ extern "C" __global__ void fp64_compares(double* out, int* flags, const double* 
   flags[i] = c;
   out[i] = (x + y) * (x - y) + (y + z) * (x + z) + fmin(x, y) - fmax(y, z);
 }
+
+extern "C" __global__ void smem_uniform(float* out, const float* in, int n, float w) {
+  __shared__ float red[64];
+  __shared__ float tab[256];
+  int t = threadIdx.x;
+  tab[t] = in[blockIdx.x * 256 + t];
+  if (t < 64) red[t] = in[t] * w;
+  __syncthreads();
+  float s = red[0] + red[33] + red[n & 63] + red[(n + 1) & 63] + tab[(n * 3) & 255];
+  unsigned u = blockIdx.x * (unsigned)n;
+  float acc = 0.0f;
+  for (int j = 0; j < 4; ++j) acc = fmaf(tab[(t + j) & 255], s, acc);
+  if (u != 0u) acc += red[u & 63];
+  if (blockIdx.x != 0u) acc = fmaf(acc, w, tab[blockIdx.x & 255]);
+  out[blockIdx.x * 256 + t] = acc + s;
+}
