@@ -254,9 +254,22 @@ class _Assembler:
         labels = {name: off for name, (idx, off) in self.labels.items() if idx == sec.idx}
         self.current_text = sec.idx
         contexts = iter(self.section_contexts(sec))
+        encode, ctrl_bits = self.encode, self.ctrl_bits
         for item in sec.block.items:
             if isinstance(item, Instruction):
-                word = self.encode_instruction(item, len(out), labels, next(contexts))
+                context = next(contexts)
+                ctrl = ctrl_bits.get(item.ctrl)
+                # the common case inline (a word from text alone); encode_instruction has the rest
+                if ctrl is not None and context is None and item.raw is None and encode is not None:
+                    try:
+                        encoded = encode(item.text, pc=len(out), labels=labels)
+                    except Exception as err:  # the encoder reports unsupported instructions by raising
+                        self.encode_failed(item, err)
+                        encoded = 0
+                    if type(encoded) is int:
+                        out += ((encoded | ctrl) ^ item.hidden).to_bytes(16, "little")
+                        continue
+                word = self.encode_instruction(item, len(out), labels, context)
                 out += word.to_bytes(16, "little")
                 continue
             if isinstance(item, Label):
@@ -354,10 +367,7 @@ class _Assembler:
             else:
                 encoded = self.encode(ins.text, pc=pc, labels=labels, context=context)
         except Exception as err:  # the encoder reports unsupported instructions by raising
-            hint = getattr(err, "hint", "") or "check the opcode, modifiers and operands"
-            col = ins.text_col + int(getattr(err, "col", 0) or 0)
-            message = getattr(err, "message", None) or str(err)
-            self.error(ins.line, col, f"cannot encode '{ins.text}': {message}", hint)
+            self.encode_failed(ins, err)
             return 0
         if isinstance(encoded, int):
             return (encoded | ctrl) ^ ins.hidden
@@ -365,6 +375,12 @@ class _Assembler:
         for req in getattr(encoded, "relocs", ()) or ():
             self.text_reloc(ins, pc, labels, req)
         return (word | ctrl) ^ ins.hidden
+
+    def encode_failed(self, ins: Instruction, err: Exception) -> None:
+        hint = getattr(err, "hint", "") or "check the opcode, modifiers and operands"
+        col = ins.text_col + int(getattr(err, "col", 0) or 0)
+        message = getattr(err, "message", None) or str(err)
+        self.error(ins.line, col, f"cannot encode '{ins.text}': {message}", hint)
 
     def text_reloc(self, ins: Instruction, pc: int, labels: Mapping[str, int], req: object) -> None:
         """Relocations the encoder asks for; targets inside this section need none."""
