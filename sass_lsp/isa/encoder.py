@@ -100,7 +100,7 @@ class Encoder:
         self._plans: dict[tuple[str, ...], _Plan | None] = {}  # shape -> compiled plan (None: full path)
         self._fields: dict[tuple[str, str, str, int], _Field] = {}
         self._words: dict[str, int] = {}  # text -> word, for texts without branch targets or relocations
-        self._operands: dict[str, list[str]] = {}  # operand text -> its split (shape.split_shape)
+        self._operands: dict[str, tuple] = {}  # operand text -> its split (shape.split_shape)
         self.context_rules = tuple(ContextRule.from_json(j) for j in table.get("context", []))
         self._widths = {rule.name: rule.width for rule in self.context_rules}
 

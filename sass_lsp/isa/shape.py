@@ -32,7 +32,7 @@ _SLOT = re.compile(
 )
 
 
-def split_shape(text: str, memo: dict[str, list[str]] | None = None) -> list[str]:
+def split_shape(text: str, memo: dict[str, _OperandSplit] | None = None) -> list[str]:
     """``[literal, slot, literal, slot, ..., literal]``; the literals (``[::2]``) are the shape.
 
     The scan runs per operand; ``memo`` (operand text -> its split) saves rescanning operands, which
@@ -55,19 +55,28 @@ def split_shape(text: str, memo: dict[str, list[str]] | None = None) -> list[str
         memo = {}
     elif len(memo) >= _MAX_OPERANDS:
         memo.clear()
-    joint = ""
+    last = parts.pop()  # the literal that the next operand's first literal extends
+    lead = 0  # the first operand follows a space, the others ", "
     for op in rest.split(", "):
-        pieces = memo.get(op)
-        if pieces is None:
-            pieces = memo[op] = _SLOT.split(" " + op)
-        parts[-1] += joint + pieces[0]
-        if len(pieces) > 1:
-            parts += pieces[1:]
-        joint = ","
+        entry = memo.get(op)
+        if entry is None:
+            pieces = _SLOT.split(" " + op)
+            entry = memo[op] = ((pieces[0], "," + pieces[0]), pieces[1:-1], pieces[-1])
+        first, middle, end = entry
+        if middle:
+            parts.append(last + first[lead])
+            parts += middle
+            last = end
+        else:
+            last += first[lead]
+        lead = 1
+    parts.append(last)
     return parts
 
 
 _MAX_OPERANDS = 1 << 16  # operand splits remembered before a memo starts over
+# an operand's split: (its first literal after " " and after ", ", the slots and literals between, the last)
+_OperandSplit = tuple[tuple[str, str], list[str], str]
 
 
 class Role(NamedTuple):
