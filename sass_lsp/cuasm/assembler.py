@@ -455,8 +455,8 @@ class _Assembler:
             if not instrs:
                 continue
             operands = "\n".join(ins.text.split(None, 1)[-1] for ins in instrs)  # one scan, same matches
-            regs = [int(m) for m in _REG_RE.findall(operands)]
-            count = max(regs) + 1 + 2 if regs else 0
+            regs = set(_REG_RE.findall(operands))  # few distinct numbers: convert each once
+            count = max(map(int, regs)) + 1 + 2 if regs else 0
             for idx, sym in enumerate(self.symbols):
                 if sym.shndx == sec.idx and sym.type == 2:
                     need[idx] = count

@@ -36,6 +36,8 @@ _PLAIN_HEAD_RE = re.compile(
     r"[ \t]*\[(B(?:0|-)(?:1|-)(?:2|-)(?:3|-)(?:4|-)(?:5|-):R[0-5-]:W[0-5-]:[Y-]:S(?:0\d|1[0-5]))\]"
     r"[ \t]*(?:/\*[0-9a-fA-F]*\*/)?[ \t]*"
 )
+# ... and the text: no '/' or '"', no whitespace at either end (trailing spaces and tabs are dropped)
+_PLAIN_RE = re.compile(_PLAIN_HEAD_RE.pattern + r'([^/"\s](?:[^/"]*[^/"\s])?)[ \t]*$')
 
 
 _COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"?|//.*|/\*.*?(?:\*/|$)')
@@ -211,14 +213,11 @@ def _plain_instruction(raw: str, lineno: int) -> Instruction | None:
     """A line without comment, string or '/' after a well-formed control field, read without the general
     path's comment stripping and control parsing; None for any other line. The result is the general path's:
     nothing of the line is a comment but the /*addr*/, and the text is the rest, stripped."""
-    head = _PLAIN_HEAD_RE.match(raw)
-    if head is None:
+    m = _PLAIN_RE.match(raw)
+    if m is None:
         return None
-    start = head.end()
-    text = raw[start:].rstrip(" \t")
-    if not text or "/" in text or '"' in text or text[0].isspace() or text[-1].isspace():
-        return None
-    return Instruction(head.group(1), text, lineno, head.start(1) + 1, start + 1)
+    ctrl, text = m.group(1, 2)
+    return Instruction(ctrl, text, lineno, m.start(1) + 1, m.start(2) + 1)
 
 
 def _parse_instruction(
