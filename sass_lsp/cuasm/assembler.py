@@ -253,11 +253,11 @@ class _Assembler:
         nobits = sec.type == SHT_NOBITS
         labels = {name: off for name, (idx, off) in self.labels.items() if idx == sec.idx}
         self.current_text = sec.idx
-        contexts = iter(self.section_contexts(sec))
+        contexts = iter(self.section_contexts(sec)) if self.context_rules else None
         encode, ctrl_bits = self.encode, self.ctrl_bits
         for item in sec.block.items:
             if isinstance(item, Instruction):
-                context = next(contexts)
+                context = next(contexts) if contexts is not None else None
                 ctrl = ctrl_bits.get(item.ctrl)
                 # the common case inline (a word from text alone); encode_instruction has the rest
                 if ctrl is not None and context is None and item.raw is None and encode is not None:

@@ -23,7 +23,7 @@ from .context import Context, ContextRule
 from .control import CONTROL_MASK
 from .features import BIAS, FeatureError, FeatureSet, float_bits, instruction_features
 from .gf2 import FormModel
-from .shape import Role, slot_roles, split_shape
+from .shape import Role, chunk_shape, head_shape, slot_roles, split_shape
 from .syntax import Instruction, InstructionSyntaxError, parse_instruction
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -101,6 +101,9 @@ class Encoder:
         self._fields: dict[tuple[str, str, str, int], _Field] = {}
         self._words: dict[str, int] = {}  # text -> word, for texts without branch targets or relocations
         self._operands: dict[str, tuple] = {}  # operand text -> its split (shape.split_shape)
+        self._heads: dict[str, tuple[str, list[str]]] = {}  # text before the first space -> head_shape
+        self._chunks: dict[str, tuple[str, list[str]]] = {}  # text between ", " -> chunk_shape
+        self._by_chunks: dict[tuple[str, ...], _Plan] = {}  # _chunk_key -> the shape's compiled plan
         self.context_rules = tuple(ContextRule.from_json(j) for j in table.get("context", []))
         self._widths = {rule.name: rule.width for rule in self.context_rules}
 
@@ -167,7 +170,7 @@ class Encoder:
             return self._encode_first(key, text, parts, pc, labels, context)
         if plan is not None:
             try:
-                return plan.encode(parts, pc, labels, context)
+                return plan.encode(parts[1::2], pc, labels, context)
             except (ValueError, OverflowError, struct.error):
                 pass  # a value the compiled plan cannot convert: the full path gives the exact error
         return self._encode_full(text, pc, labels, context)[0]
@@ -185,12 +188,18 @@ class Encoder:
         word = self._words.get(text)
         if word is not None:
             return word
-        parts = split_shape(text, self._operands)
-        plan = self._plans.get(tuple(parts[::2]))
-        if plan is None or plan.relocs:
-            return self.encode(text, pc=pc, labels=labels, context=context)
+        key, slots = self._chunk_key(text)
+        plan = self._by_chunks.get(key)
+        if plan is None:
+            parts = split_shape(text, self._operands)
+            plan = self._plans.get(tuple(parts[::2]))
+            if plan is None or plan.relocs:
+                return self.encode(text, pc=pc, labels=labels, context=context)
+            if len(self._by_chunks) >= _MAX_MEMO:
+                self._by_chunks.clear()
+            self._by_chunks[key] = plan
         try:
-            word, _, branch = plan.evaluate(parts, pc, labels, context)
+            word, _, branch = plan.evaluate(slots, pc, labels, context)
         except (ValueError, OverflowError, struct.error):
             return self.encode(text, pc=pc, labels=labels, context=context)
         if branch is not None:
@@ -200,6 +209,30 @@ class Encoder:
                 self._words.clear()
             self._words[text] = word
         return word
+
+    def _chunk_key(self, text: str) -> tuple[tuple[str, ...], list[str]]:
+        """A key of ``text``'s shape and its slots, from memoised pieces: the text is cut at its first space
+        and at ", " (kernels repeat those pieces far more than whole texts). Texts with equal keys have one
+        shape; the slots are ``split_shape(text)[1::2]``."""
+        head, sep, rest = text.partition(" ")
+        heads, chunks = self._heads, self._chunks
+        entry = heads.get(head)
+        if entry is None:
+            if len(heads) >= _MAX_MEMO:
+                heads.clear()
+            entry = heads[head] = head_shape(head)
+        key = [entry[0]]
+        slots = list(entry[1])
+        if sep:
+            if len(chunks) >= _MAX_MEMO:
+                chunks.clear()
+            for chunk in rest.split(", "):
+                found = chunks.get(chunk)
+                if found is None:
+                    found = chunks[chunk] = chunk_shape(chunk)
+                key.append(found[0])
+                slots += found[1]
+        return tuple(key), slots
 
     def _encode_full(
         self, text: str, pc: int, labels: Mapping[str, int] | None, context: Context | None = None
@@ -247,7 +280,7 @@ class Encoder:
             raise
         plan = self._compile(ins, fs, parts)
         try:
-            if plan is not None and plan.encode(parts, pc, labels, context) != result:
+            if plan is not None and plan.encode(parts[1::2], pc, labels, context) != result:
                 plan = None
         except (ValueError, OverflowError, struct.error):
             plan = None
@@ -555,7 +588,7 @@ class _Plan:
         self.const_unseen, self.token_unseen = const_unseen, token_unseen
         self.relocs = relocs  # (operand index, request) of relocated immediates
         self.has_label = any(role.kind == "label" for role in roles)
-        # (index into parts, slot text -> contribution, conversion, arg, value mask, field)
+        # (slot index, slot text -> contribution, conversion, arg, value mask, field)
         self.steps: list[tuple[int, dict[str, int], int, int, int, _Field]] = []
         for idx, (role, field_) in enumerate(zip(roles, fields, strict=True)):
             if role.kind in ("reg", "guard"):
@@ -567,17 +600,18 @@ class _Plan:
             else:
                 conv, arg = _LABEL, role.operand_idx
             memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault(conv, {})
-            self.steps.append((2 * idx + 1, memo, conv, arg, field_.mask, field_))
+            self.steps.append((idx, memo, conv, arg, field_.mask, field_))
 
     def evaluate(
-        self, parts: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
+        self, slots: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
     ) -> tuple[int, list[str] | None, list[tuple[int, RelocRequest]] | None]:
-        """(word, unseen value bits or None, requests for unresolved targets or None)."""
+        """(word, unseen value bits or None, requests for unresolved targets or None) for the slot texts
+        ``slots`` (``split_shape(text)[1::2]``)."""
         word = self.base
         unseen: list[str] | None = None
         branch: list[tuple[int, RelocRequest]] | None = None
-        for part_idx, memo, conv, arg, mask, field_ in self.steps:
-            slot = parts[part_idx]
+        for slot_idx, memo, conv, arg, mask, field_ in self.steps:
+            slot = slots[slot_idx]
             part = memo.get(slot)
             if part is not None:  # this slot text was seen in this field before (register numbers, offsets)
                 word ^= part
@@ -611,9 +645,9 @@ class _Plan:
         return word, unseen, branch
 
     def encode(
-        self, parts: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
+        self, slots: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
     ) -> Encoded:
-        word, unseen, branch = self.evaluate(parts, pc, labels, context)
+        word, unseen, branch = self.evaluate(slots, pc, labels, context)
         if branch is None:
             relocs = [r for _, r in self.relocs]
         else:

@@ -77,6 +77,23 @@ def split_shape(text: str, memo: dict[str, _OperandSplit] | None = None) -> list
 _MAX_OPERANDS = 1 << 16  # operand splits remembered before a memo starts over
 # an operand's split: (its first literal after " " and after ", ", the slots and literals between, the last)
 _OperandSplit = tuple[tuple[str, str], list[str], str]
+_JOIN = "\x1f"  # joins a piece's literals into one key (no instruction text holds it)
+
+
+def head_shape(head: str) -> tuple[str, list[str]]:
+    """(literal key, slots) of the text before the first space: an opcode (no slot) or a guard."""
+    if head[:1] != "@":
+        return head, []
+    parts = _SLOT.split(head + " ")  # the guard's slot needs the space after it
+    return _JOIN.join(parts[::2]), parts[1::2]
+
+
+def chunk_shape(chunk: str) -> tuple[str, list[str]]:
+    """(literal key, slots) of one piece of the text after the first space, cut at ``", "``; pieces with
+    equal keys differ only inside slots, and a text's pieces' slots, in order, are its slots (the split
+    per operand of :func:`split_shape`)."""
+    parts = _SLOT.split(" " + chunk)
+    return _JOIN.join(parts[::2]), parts[1::2]
 
 
 class Role(NamedTuple):
