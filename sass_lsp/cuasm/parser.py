@@ -31,7 +31,9 @@ _RELOC_RE = re.compile(
 )
 _SYMBOLS_RE = re.compile(r"\s*//-+\s*SYMBOLS\s*-+")
 # The head of an instruction line as the writer prints it: a well-formed control field and an optional
-# /*addr*/. With no '/' or '"' after it, the rest is the text (see _plain_instruction).
+# /*addr*/. With no '/' or '"' after it, the rest is the text: such a line is read without the general
+# path's comment stripping and control parsing, with the same result (nothing of it is a comment but the
+# /*addr*/, and the text is the rest, stripped).
 _PLAIN_HEAD_RE = re.compile(
     r"[ \t]*\[(B(?:0|-)(?:1|-)(?:2|-)(?:3|-)(?:4|-)(?:5|-):R[0-5-]:W[0-5-]:[Y-]:S(?:0\d|1[0-5]))\]"
     r"[ \t]*(?:/\*[0-9a-fA-F]*\*/)?[ \t]*"
@@ -109,11 +111,13 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     section: SectionBlock | None = None
     segment: SegmentBlock | None = None
     in_trailer = False
+    plain_match = _PLAIN_RE.match
     for lineno, raw in enumerate(text.splitlines(), 1):
         if section is not None:
-            plain = _plain_instruction(raw, lineno)
+            plain = plain_match(raw)  # the writer's instruction line (_PLAIN_RE): the fast path
             if plain is not None:
-                section.items.append(plain)
+                ctrl, code = plain.group(1, 2)
+                section.items.append(Instruction(ctrl, code, lineno, plain.start(1) + 1, plain.start(2) + 1))
                 continue
         if "SYMBOLS" in raw and _SYMBOLS_RE.match(raw):
             in_trailer = True
@@ -207,17 +211,6 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
         else:
             section.items.append(Directive(name, args, lineno, col, args_col))
     return module, diags
-
-
-def _plain_instruction(raw: str, lineno: int) -> Instruction | None:
-    """A line without comment, string or '/' after a well-formed control field, read without the general
-    path's comment stripping and control parsing; None for any other line. The result is the general path's:
-    nothing of the line is a comment but the /*addr*/, and the text is the rest, stripped."""
-    m = _PLAIN_RE.match(raw)
-    if m is None:
-        return None
-    ctrl, text = m.group(1, 2)
-    return Instruction(ctrl, text, lineno, m.start(1) + 1, m.start(2) + 1)
 
 
 def _parse_instruction(
