@@ -3,9 +3,10 @@
 
 Sources (never used to build tables): ``../shared/corpus/<arch>/*.cubin``, ``.cache/corpus/<arch>/*.cubin``
 (compiled from tests/kernels by another helper) and ``tools/isa/heldout/*.cu`` compiled into
-``.cache/isa/heldout/<arch>/``. For each instruction: encode its text (pc and section labels from the
-listing), OR in the control bits of the original word, compare. A mismatch confined to bits the table
-marks hidden (predicted by majority vote) is counted separately.
+``.cache/isa/heldout/<arch>/``. For each instruction: encode its text (pc, section labels and kernel
+context from the listing: ``sass_lsp/isa/context.py``), OR in the control bits of the original word,
+compare. A mismatch confined to bits the table marks hidden (predicted by majority vote) is counted
+separately.
 
     python benchmarks/encoder_coverage.py --arch sm_90
 """
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from sass_lsp.isa.control import CONTROL_MASK  # noqa: E402
 from sass_lsp.isa.encoder import EncodeError, Encoder  # noqa: E402
-from sass_lsp.isa.listing import parse_listing  # noqa: E402
+from sass_lsp.isa.listing import listing_contexts, parse_listing  # noqa: E402
 from sass_lsp.nvdisasm import nvdisasm_path  # noqa: E402
 
 HELDOUT_SRC = ROOT / "tools" / "isa" / "heldout"
@@ -82,10 +83,12 @@ def main() -> None:
             continue
         seen_code.add(code_hash)
         ok = 0
-        for li in listing.instructions:
+        contexts = listing_contexts(enc.context_rules, listing)
+        for li, context in zip(listing.instructions, contexts, strict=True):
             counts["total"] += 1
             try:
-                res = enc.encode(li.text, pc=li.pc, labels=listing.labels.get(li.section, {}))
+                labels = listing.labels.get(li.section, {})
+                res = enc.encode(li.text, pc=li.pc, labels=labels, context=context)
             except EncodeError as exc:
                 counts["error"] += 1
                 fail_forms[f"error: {exc.message}"] += 1

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from sass_lsp.cuasm.ctrl import CTRL_MASK, encode_ctrl
-from sass_lsp.cuasm.encoding import EncodeFn, default_encoder
+from sass_lsp.cuasm.encoding import EncodeFn, context_rules, default_encoder
 from sass_lsp.cuasm.exprs import Context, ExprError, evaluate
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.elf.arch import OSABI_CUDA_V7, sm_from_flags
@@ -41,6 +41,8 @@ from sass_lsp.elf.model import (
 from sass_lsp.elf.nvinfo import EIATTR_REGCOUNT, SVAL, parse_nvinfo, write_nvinfo
 from sass_lsp.elf.reader import pack_relocations, pack_symbol, parse_symbols
 from sass_lsp.elf.writer import write_cubin
+from sass_lsp.isa.context import Context as KernelContext
+from sass_lsp.isa.context import section_contexts
 from sass_lsp.model import Diagnostic, Directive, Field, Instruction, Label, Module, SectionBlock, has_errors
 
 R_CUDA_32 = 1
@@ -163,6 +165,7 @@ class _Assembler:
         self.sym_index: dict[str, int] = {}
         self.current_text: int | None = None
         self.ctrl_bits: dict[str, int] = {}  # control text -> shifted bits (a kernel has few distinct ones)
+        self.context_rules = context_rules(encode)
 
     def error(self, line: int, col: int, message: str, hint: str = "") -> None:
         self.diags.append(Diagnostic(line, col, message, hint))
@@ -250,9 +253,24 @@ class _Assembler:
         nobits = sec.type == SHT_NOBITS
         labels = {name: off for name, (idx, off) in self.labels.items() if idx == sec.idx}
         self.current_text = sec.idx
+        contexts = iter(self.section_contexts(sec)) if self.context_rules else None
+        encode, ctrl_bits = self.encode, self.ctrl_bits
         for item in sec.block.items:
             if isinstance(item, Instruction):
-                out += self.encode_instruction(item, len(out), labels).to_bytes(16, "little")
+                context = next(contexts) if contexts is not None else None
+                ctrl = ctrl_bits.get(item.ctrl)
+                # the common case inline (a word from text alone); encode_instruction has the rest
+                if ctrl is not None and context is None and item.raw is None and encode is not None:
+                    try:
+                        encoded = encode(item.text, pc=len(out), labels=labels)
+                    except Exception as err:  # the encoder reports unsupported instructions by raising
+                        self.encode_failed(item, err)
+                        encoded = 0
+                    if type(encoded) is int:
+                        out += ((encoded | ctrl) ^ item.hidden).to_bytes(16, "little")
+                        continue
+                word = self.encode_instruction(item, len(out), labels, context)
+                out += word.to_bytes(16, "little")
                 continue
             if isinstance(item, Label):
                 continue
@@ -322,7 +340,14 @@ class _Assembler:
         found.sort(key=lambda s: s.type != SHT_RELA)
         return found[0] if found else None
 
-    def encode_instruction(self, ins: Instruction, pc: int, labels: Mapping[str, int]) -> int:
+    def section_contexts(self, sec: _Sec) -> list[KernelContext | None]:
+        """Kernel context of each instruction of ``sec`` (:mod:`sass_lsp.isa.context`)."""
+        texts = [it.text for it in sec.block.items if isinstance(it, Instruction)]
+        return section_contexts(self.context_rules, texts)
+
+    def encode_instruction(
+        self, ins: Instruction, pc: int, labels: Mapping[str, int], context: KernelContext | None = None
+    ) -> int:
         ctrl = self.ctrl_bits.get(ins.ctrl)
         if ctrl is None:
             ctrl = self.ctrl_bits[ins.ctrl] = encode_ctrl(ins.ctrl)
@@ -337,12 +362,12 @@ class _Assembler:
             )
             return 0
         try:
-            encoded = self.encode(ins.text, pc=pc, labels=labels)
+            if context is None:
+                encoded = self.encode(ins.text, pc=pc, labels=labels)
+            else:
+                encoded = self.encode(ins.text, pc=pc, labels=labels, context=context)
         except Exception as err:  # the encoder reports unsupported instructions by raising
-            hint = getattr(err, "hint", "") or "check the opcode, modifiers and operands"
-            col = ins.text_col + int(getattr(err, "col", 0) or 0)
-            message = getattr(err, "message", None) or str(err)
-            self.error(ins.line, col, f"cannot encode '{ins.text}': {message}", hint)
+            self.encode_failed(ins, err)
             return 0
         if isinstance(encoded, int):
             return (encoded | ctrl) ^ ins.hidden
@@ -350,6 +375,12 @@ class _Assembler:
         for req in getattr(encoded, "relocs", ()) or ():
             self.text_reloc(ins, pc, labels, req)
         return (word | ctrl) ^ ins.hidden
+
+    def encode_failed(self, ins: Instruction, err: Exception) -> None:
+        hint = getattr(err, "hint", "") or "check the opcode, modifiers and operands"
+        col = ins.text_col + int(getattr(err, "col", 0) or 0)
+        message = getattr(err, "message", None) or str(err)
+        self.error(ins.line, col, f"cannot encode '{ins.text}': {message}", hint)
 
     def text_reloc(self, ins: Instruction, pc: int, labels: Mapping[str, int], req: object) -> None:
         """Relocations the encoder asks for; targets inside this section need none."""
@@ -424,8 +455,8 @@ class _Assembler:
             if not instrs:
                 continue
             operands = "\n".join(ins.text.split(None, 1)[-1] for ins in instrs)  # one scan, same matches
-            regs = [int(m) for m in _REG_RE.findall(operands)]
-            count = max(regs) + 1 + 2 if regs else 0
+            regs = set(_REG_RE.findall(operands))  # few distinct numbers: convert each once
+            count = max(map(int, regs)) + 1 + 2 if regs else 0
             for idx, sym in enumerate(self.symbols):
                 if sym.shndx == sec.idx and sym.type == 2:
                     need[idx] = count

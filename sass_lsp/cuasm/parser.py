@@ -31,11 +31,15 @@ _RELOC_RE = re.compile(
 )
 _SYMBOLS_RE = re.compile(r"\s*//-+\s*SYMBOLS\s*-+")
 # The head of an instruction line as the writer prints it: a well-formed control field and an optional
-# /*addr*/. With no '/' or '"' after it, the rest is the text (see _plain_instruction).
+# /*addr*/. With no '/' or '"' after it, the rest is the text: such a line is read without the general
+# path's comment stripping and control parsing, with the same result (nothing of it is a comment but the
+# /*addr*/, and the text is the rest, stripped).
 _PLAIN_HEAD_RE = re.compile(
     r"[ \t]*\[(B(?:0|-)(?:1|-)(?:2|-)(?:3|-)(?:4|-)(?:5|-):R[0-5-]:W[0-5-]:[Y-]:S(?:0\d|1[0-5]))\]"
     r"[ \t]*(?:/\*[0-9a-fA-F]*\*/)?[ \t]*"
 )
+# ... and the text: no '/' or '"', no whitespace at either end (trailing spaces and tabs are dropped)
+_PLAIN_RE = re.compile(_PLAIN_HEAD_RE.pattern + r'([^/"\s](?:[^/"]*[^/"\s])?)[ \t]*$')
 
 
 _COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"?|//.*|/\*.*?(?:\*/|$)')
@@ -107,11 +111,13 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     section: SectionBlock | None = None
     segment: SegmentBlock | None = None
     in_trailer = False
+    plain_match = _PLAIN_RE.match
     for lineno, raw in enumerate(text.splitlines(), 1):
         if section is not None:
-            plain = _plain_instruction(raw, lineno)
+            plain = plain_match(raw)  # the writer's instruction line (_PLAIN_RE): the fast path
             if plain is not None:
-                section.items.append(plain)
+                ctrl, code = plain.group(1, 2)
+                section.items.append(Instruction(ctrl, code, lineno, plain.start(1) + 1, plain.start(2) + 1))
                 continue
         if "SYMBOLS" in raw and _SYMBOLS_RE.match(raw):
             in_trailer = True
@@ -205,20 +211,6 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
         else:
             section.items.append(Directive(name, args, lineno, col, args_col))
     return module, diags
-
-
-def _plain_instruction(raw: str, lineno: int) -> Instruction | None:
-    """A line without comment, string or '/' after a well-formed control field, read without the general
-    path's comment stripping and control parsing; None for any other line. The result is the general path's:
-    nothing of the line is a comment but the /*addr*/, and the text is the rest, stripped."""
-    head = _PLAIN_HEAD_RE.match(raw)
-    if head is None:
-        return None
-    start = head.end()
-    text = raw[start:].rstrip(" \t")
-    if not text or "/" in text or '"' in text or text[0].isspace() or text[-1].isspace():
-        return None
-    return Instruction(head.group(1), text, lineno, head.start(1) + 1, start + 1)
 
 
 def _parse_instruction(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from sass_lsp.cuasm.assembler import directive_size
 from sass_lsp.cuasm.ctrl import CTRL_MASK, decode_ctrl
 from sass_lsp.cuasm.disasm import DisasmSection, Disassembly, disassemble
-from sass_lsp.cuasm.encoding import EncodeFn, default_encoder
+from sass_lsp.cuasm.encoding import EncodeFn, context_rules, default_encoder
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.elf.arch import cubin_arch, describe_flags
 from sass_lsp.elf.model import (
@@ -32,6 +32,8 @@ from sass_lsp.elf.model import (
     Symbol,
 )
 from sass_lsp.elf.reader import parse_relocations, parse_symbols, read_cubin, string_table_entries
+from sass_lsp.isa.context import Context as KernelContext
+from sass_lsp.isa.context import section_contexts
 from sass_lsp.model import Instruction, Label
 
 _MAYBE = "maybe updated by assembler"
@@ -44,16 +46,26 @@ _RAW_TYPES = (SHT_NULL, SHT_STRTAB, SHT_SYMTAB, SHT_REL, SHT_RELA, SHT_NOTE)
 
 
 def hidden_bits(
-    arch: str, text: str, word: int, pc: int, labels: Mapping[str, int], encode: EncodeFn | None = None
+    arch: str,
+    text: str,
+    word: int,
+    pc: int,
+    labels: Mapping[str, int],
+    encode: EncodeFn | None = None,
+    context: KernelContext | None = None,
 ) -> int:
-    """Bits of ``word`` that ``text`` does not determine: ``word ^ (encoded | control bits)``.
+    """Bits of ``word`` that ``text`` (and its kernel ``context``) do not determine:
+    ``word ^ (encoded | control bits)``.
 
     ``encode`` defaults to the real encoder for ``arch``; it raises when the text cannot be encoded.
     """
     enc = encode or default_encoder(arch)
     if enc is None:
         raise LookupError(f"no instruction encoder for {arch}")
-    encoded = enc(text, pc=pc, labels=labels)
+    if context is None:
+        encoded = enc(text, pc=pc, labels=labels)
+    else:
+        encoded = enc(text, pc=pc, labels=labels, context=context)
     value = encoded if isinstance(encoded, int) else int(encoded.word)
     return word ^ (value | (word & CTRL_MASK))
 
@@ -262,13 +274,16 @@ class _Writer:
     def _text_body(self, dsec: DisasmSection) -> list[str]:
         labels = self._text_labels(dsec)
         by_pc = {ins.pc: ins for ins in dsec.instrs}
+        contexts = section_contexts(context_rules(self.encode), [ins.text for ins in dsec.instrs])
+        ctx_by_pc = {ins.pc: ctx for ins, ctx in zip(dsec.instrs, contexts, strict=True)}
         out = []
         for line in dsec.lines:
             stripped = line.strip()
             if stripped.startswith("/*") and stripped[2:6].isalnum():
                 pc = int(stripped[2 : stripped.index("*/")], 16)
                 ins = by_pc[pc]
-                out.append(f"      [{decode_ctrl(ins.word)}]         {stripped}{self._trailer(ins, labels)}")
+                trailer = self._trailer(ins, labels, ctx_by_pc[pc])
+                out.append(f"      [{decode_ctrl(ins.word)}]         {stripped}{trailer}")
             else:
                 out.append("  " + line)
         return out
@@ -291,12 +306,12 @@ class _Writer:
             labels[name] = end
         return labels
 
-    def _trailer(self, ins, labels: Mapping[str, int]) -> str:  # noqa: ANN001
+    def _trailer(self, ins, labels: Mapping[str, int], context: KernelContext | None = None) -> str:  # noqa: ANN001
         if self.encode is None:
             self.n_raw += 1
             return f" // raw 0x{ins.word & ~CTRL_MASK:032x}"
         try:
-            hidden = hidden_bits(self.arch, ins.text, ins.word, ins.pc, labels, self.encode)
+            hidden = hidden_bits(self.arch, ins.text, ins.word, ins.pc, labels, self.encode, context)
         except Exception:  # text the encoder cannot handle: keep the whole word
             self.n_raw += 1
             return f" // raw 0x{ins.word & ~CTRL_MASK:032x}"

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .archs import ARCHES, UnsupportedArch, table_arch
+from .context import Context, ContextRule
 from .control import CONTROL_MASK
 from .features import BIAS, FeatureError, FeatureSet, float_bits, instruction_features
 from .gf2 import FormModel
-from .shape import Role, slot_roles, split_shape
+from .shape import Role, chunk_shape, head_shape, slot_roles, split_shape
 from .syntax import Instruction, InstructionSyntaxError, parse_instruction
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -78,6 +79,7 @@ def _model(j: dict) -> FormModel:
         invisible_mask=int(j.get("hp", "0"), 16),
         n_real=j.get("nr", 0),
         n_probe=j.get("np", 0),
+        extra={"cx": j["cx"]} if "cx" in j else {},
     )
 
 
@@ -98,6 +100,12 @@ class Encoder:
         self._plans: dict[tuple[str, ...], _Plan | None] = {}  # shape -> compiled plan (None: full path)
         self._fields: dict[tuple[str, str, str, int], _Field] = {}
         self._words: dict[str, int] = {}  # text -> word, for texts without branch targets or relocations
+        self._operands: dict[str, tuple] = {}  # operand text -> its split (shape.split_shape)
+        self._heads: dict[str, tuple[str, list[str]]] = {}  # text before the first space -> head_shape
+        self._chunks: dict[str, tuple[str, list[str]]] = {}  # text between ", " -> chunk_shape
+        self._by_chunks: dict[tuple[str, ...], _Plan] = {}  # _chunk_key -> the shape's compiled plan
+        self.context_rules = tuple(ContextRule.from_json(j) for j in table.get("context", []))
+        self._widths = {rule.name: rule.width for rule in self.context_rules}
 
     @classmethod
     @functools.cache
@@ -145,45 +153,89 @@ class Encoder:
             model = self._cache[cache_key] = _model(src)
         return model
 
-    def encode(self, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None) -> Encoded:
-        parts = split_shape(text)
+    def encode(
+        self,
+        text: str,
+        *,
+        pc: int = 0,
+        labels: Mapping[str, int] | None = None,
+        context: Context | None = None,
+    ) -> Encoded:
+        """``context``: kernel-level values (:mod:`.context`) for fields the text does not show; without
+        it such fields keep the value ptxas chose most often, and are reported in ``hidden_mask``."""
+        parts = split_shape(text, self._operands)
         key = tuple(parts[::2])
         plan = self._plans.get(key, _NOT_YET)
         if plan is _NOT_YET:
-            return self._encode_first(key, text, parts, pc, labels)
+            return self._encode_first(key, text, parts, pc, labels, context)
         if plan is not None:
             try:
-                return plan.encode(parts, pc, labels)
+                return plan.encode(parts[1::2], pc, labels, context)
             except (ValueError, OverflowError, struct.error):
                 pass  # a value the compiled plan cannot convert: the full path gives the exact error
-        return self._encode_full(text, pc, labels)[0]
+        return self._encode_full(text, pc, labels, context)[0]
 
     def encode_word(
-        self, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None
+        self,
+        text: str,
+        *,
+        pc: int = 0,
+        labels: Mapping[str, int] | None = None,
+        context: Context | None = None,
     ) -> int | Encoded:
         """:meth:`encode`, but only the word where no relocation is asked for (what the writer and the
         assembler read: their callback may return either)."""
         word = self._words.get(text)
         if word is not None:
             return word
-        parts = split_shape(text)
-        plan = self._plans.get(tuple(parts[::2]))
-        if plan is None or plan.relocs:
-            return self.encode(text, pc=pc, labels=labels)
+        key, slots = self._chunk_key(text)
+        plan = self._by_chunks.get(key)
+        if plan is None:
+            parts = split_shape(text, self._operands)
+            plan = self._plans.get(tuple(parts[::2]))
+            if plan is None or plan.relocs:
+                return self.encode(text, pc=pc, labels=labels, context=context)
+            if len(self._by_chunks) >= _MAX_MEMO:
+                self._by_chunks.clear()
+            self._by_chunks[key] = plan
         try:
-            word, _, branch = plan.evaluate(parts, pc, labels)
+            word, _, branch = plan.evaluate(slots, pc, labels, context)
         except (ValueError, OverflowError, struct.error):
-            return self.encode(text, pc=pc, labels=labels)
+            return self.encode(text, pc=pc, labels=labels, context=context)
         if branch is not None:
-            return self.encode(text, pc=pc, labels=labels)
-        if not plan.has_label:  # the word depends on the text alone: kernels repeat texts
+            return self.encode(text, pc=pc, labels=labels, context=context)
+        if not plan.has_label and not plan.context_fields:  # the word depends on the text alone
             if len(self._words) >= _MAX_MEMO:
                 self._words.clear()
             self._words[text] = word
         return word
 
+    def _chunk_key(self, text: str) -> tuple[tuple[str, ...], list[str]]:
+        """A key of ``text``'s shape and its slots, from memoised pieces: the text is cut at its first space
+        and at ", " (kernels repeat those pieces far more than whole texts). Texts with equal keys have one
+        shape; the slots are ``split_shape(text)[1::2]``."""
+        head, sep, rest = text.partition(" ")
+        heads, chunks = self._heads, self._chunks
+        entry = heads.get(head)
+        if entry is None:
+            if len(heads) >= _MAX_MEMO:
+                heads.clear()
+            entry = heads[head] = head_shape(head)
+        key = [entry[0]]
+        slots = list(entry[1])
+        if sep:
+            if len(chunks) >= _MAX_MEMO:
+                chunks.clear()
+            for chunk in rest.split(", "):
+                found = chunks.get(chunk)
+                if found is None:
+                    found = chunks[chunk] = chunk_shape(chunk)
+                key.append(found[0])
+                slots += found[1]
+        return tuple(key), slots
+
     def _encode_full(
-        self, text: str, pc: int, labels: Mapping[str, int] | None
+        self, text: str, pc: int, labels: Mapping[str, int] | None, context: Context | None = None
     ) -> tuple[Encoded, Instruction, FeatureSet]:
         """Parse, extract features and predict: the reference path (compiled plans are checked against it)."""
         labels = dict(labels or {})
@@ -206,22 +258,29 @@ class Encoder:
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         word, form, hidden, unseen = self._predict(ins, fs)
+        word, hidden = apply_context(word, hidden, self._context_fields(*self._select(ins, fs)), context)
         return Encoded(word & ~CONTROL_MASK, relocs, form, hidden, unseen), ins, fs
 
     def _encode_first(
-        self, key: tuple[str, ...], text: str, parts: list[str], pc: int, labels: Mapping[str, int] | None
+        self,
+        key: tuple[str, ...],
+        text: str,
+        parts: list[str],
+        pc: int,
+        labels: Mapping[str, int] | None,
+        context: Context | None,
     ) -> Encoded:
         """First text of a shape: the full path's answer; its compiled plan is kept if it agrees."""
         if len(self._plans) >= _MAX_MEMO:  # a long editing session types many shapes: start over
             self._plans.clear()
         try:
-            result, ins, fs = self._encode_full(text, pc, labels)
+            result, ins, fs = self._encode_full(text, pc, labels, context)
         except EncodeError:
             self._plans[key] = None
             raise
         plan = self._compile(ins, fs, parts)
         try:
-            if plan is not None and plan.encode(parts, pc, labels) != result:
+            if plan is not None and plan.encode(parts[1::2], pc, labels, context) != result:
                 plan = None
         except (ValueError, OverflowError, struct.error):
             plan = None
@@ -240,7 +299,7 @@ class Encoder:
             linear = _Linear(self, gen, None, 0)
             form, hidden, tokens = fs.general_key, gen.hidden_mask, fs.tokens
         else:
-            irr = 0 if gen is None else gen.irregular_mask | gen.invisible_mask | spec.invisible_mask
+            irr = 0 if gen is None else _specific_columns(gen, spec)
             linear = _Linear(self, gen, spec, irr)
             form, hidden, tokens = (
                 fs.specific_key,
@@ -269,7 +328,28 @@ class Encoder:
             const_unseen=const_unseen,
             token_unseen=token_unseen,
             relocs=relocs,
+            context_fields=self._context_fields(gen, spec),
         )
+
+    def _context_fields(
+        self, gen: FormModel | None, spec: FormModel | None
+    ) -> tuple[tuple[str, int, int], ...]:
+        """(rule name, bit offset, mask) of each context field: where the specific form's table puts it,
+        else where its general form's does, if those bits are invisible in the specific form too."""
+        if not self._widths:
+            return ()
+        located = spec.extra.get("cx") if spec is not None else None
+        if not located and gen is not None:
+            located = gen.extra.get("cx")
+            invisible = spec.invisible_mask if spec is not None else gen.invisible_mask
+        else:
+            invisible = -1
+        fields = []
+        for name, offset in (located or {}).items():
+            mask = ((1 << self._widths.get(name, 0)) - 1) << offset
+            if mask and mask & invisible == mask:
+                fields.append((name, offset, mask))
+        return tuple(fields)
 
     def _field(
         self, linear: _Linear, fs: FeatureSet, gen: FormModel | None, spec: FormModel | None, role: Role
@@ -310,7 +390,7 @@ class Encoder:
             return s_word, fs.specific_key, spec.hidden_mask, s_unseen
         g_word, g_unseen = self._feats(gen, fs.bits + fs.tokens)
         # the general model is trusted only on columns it explains linearly from visible data
-        irr = gen.irregular_mask | gen.invisible_mask | spec.invisible_mask
+        irr = _specific_columns(gen, spec)
         word = (g_word & ~irr) | (s_word & irr)
         word = (word & ~spec.hidden_mask) | spec.hidden_value
         return word, fs.specific_key, spec.hidden_mask, g_unseen
@@ -368,6 +448,16 @@ class Encoder:
             ins.operands[0].col if ins.operands else ins.opcode_col,
             "known forms: " + "; ".join(near),
         )
+
+
+def _specific_columns(gen: FormModel, spec: FormModel) -> int:
+    """Columns the specific model decides: those the general one does not explain linearly from visible
+    data. For a form seen only through probing, columns that only the general model knows to be invisible
+    stay the general model's: its real samples fill them, where the probes' source words left junk."""
+    columns = gen.irregular_mask | gen.invisible_mask | spec.invisible_mask
+    if not spec.n_real:
+        columns &= ~(gen.invisible_mask & ~spec.invisible_mask & ~gen.irregular_mask & ~gen.hidden_mask)
+    return columns
 
 
 class _Linear:
@@ -491,12 +581,14 @@ class _Plan:
         const_unseen: tuple[str, ...],
         token_unseen: tuple[str, ...],
         relocs: list[tuple[int, RelocRequest]],
+        context_fields: tuple[tuple[str, int, int], ...] = (),
     ) -> None:
         self.base, self.opcode, self.form, self.hidden = base, opcode, form, hidden
+        self.context_fields = context_fields
         self.const_unseen, self.token_unseen = const_unseen, token_unseen
         self.relocs = relocs  # (operand index, request) of relocated immediates
         self.has_label = any(role.kind == "label" for role in roles)
-        # (index into parts, slot text -> contribution, conversion, arg, value mask, field)
+        # (slot index, slot text -> contribution, conversion, arg, value mask, field)
         self.steps: list[tuple[int, dict[str, int], int, int, int, _Field]] = []
         for idx, (role, field_) in enumerate(zip(roles, fields, strict=True)):
             if role.kind in ("reg", "guard"):
@@ -508,17 +600,18 @@ class _Plan:
             else:
                 conv, arg = _LABEL, role.operand_idx
             memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault(conv, {})
-            self.steps.append((2 * idx + 1, memo, conv, arg, field_.mask, field_))
+            self.steps.append((idx, memo, conv, arg, field_.mask, field_))
 
     def evaluate(
-        self, parts: list[str], pc: int, labels: Mapping[str, int] | None
+        self, slots: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
     ) -> tuple[int, list[str] | None, list[tuple[int, RelocRequest]] | None]:
-        """(word, unseen value bits or None, requests for unresolved targets or None)."""
+        """(word, unseen value bits or None, requests for unresolved targets or None) for the slot texts
+        ``slots`` (``split_shape(text)[1::2]``)."""
         word = self.base
         unseen: list[str] | None = None
         branch: list[tuple[int, RelocRequest]] | None = None
-        for part_idx, memo, conv, arg, mask, field_ in self.steps:
-            slot = parts[part_idx]
+        for slot_idx, memo, conv, arg, mask, field_ in self.steps:
+            slot = slots[slot_idx]
             part = memo.get(slot)
             if part is not None:  # this slot text was seen in this field before (register numbers, offsets)
                 word ^= part
@@ -547,10 +640,14 @@ class _Plan:
                 unseen = (unseen or []) + field_.unseen(value)
             elif conv != _LABEL and len(memo) < _MAX_MEMO:
                 memo[slot] = part
+        if context and self.context_fields:
+            word = apply_context(word, 0, self.context_fields, context)[0]
         return word, unseen, branch
 
-    def encode(self, parts: list[str], pc: int, labels: Mapping[str, int] | None) -> Encoded:
-        word, unseen, branch = self.evaluate(parts, pc, labels)
+    def encode(
+        self, slots: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
+    ) -> Encoded:
+        word, unseen, branch = self.evaluate(slots, pc, labels, context)
         if branch is None:
             relocs = [r for _, r in self.relocs]
         else:
@@ -559,7 +656,25 @@ class _Plan:
             all_unseen = self.const_unseen + self.token_unseen
         else:
             all_unseen = self.const_unseen + tuple(unseen) + self.token_unseen
-        return Encoded(word, relocs, self.form, self.hidden, all_unseen)
+        hidden = self.hidden
+        if context and self.context_fields:
+            hidden = apply_context(0, hidden, self.context_fields, context)[1]
+        return Encoded(word, relocs, self.form, hidden, all_unseen)
+
+
+def apply_context(
+    word: int, hidden: int, fields: tuple[tuple[str, int, int], ...], context: Context | None
+) -> tuple[int, int]:
+    """``word`` with each context field that ``context`` has a value for written in; those bits leave
+    ``hidden``."""
+    if not context:
+        return word, hidden
+    for name, offset, mask in fields:
+        value = context.get(name)
+        if value is not None:
+            word = (word & ~mask) | ((value << offset) & mask)
+            hidden &= ~mask
+    return word, hidden
 
 
 _NOT_YET = object()  # marks a shape not compiled yet
@@ -567,8 +682,15 @@ _MAX_MEMO = 1 << 18  # texts (slot texts per field) remembered before a memo sta
 _NO_MEMO: dict[str, int] = {}  # branch targets: never filled (they depend on pc and labels)
 
 
-def encode(arch: str, text: str, *, pc: int = 0, labels: Mapping[str, int] | None = None) -> Encoded:
-    return Encoder.for_arch(arch).encode(text, pc=pc, labels=labels)
+def encode(
+    arch: str,
+    text: str,
+    *,
+    pc: int = 0,
+    labels: Mapping[str, int] | None = None,
+    context: Context | None = None,
+) -> Encoded:
+    return Encoder.for_arch(arch).encode(text, pc=pc, labels=labels, context=context)
 
 
 __all__ = ["BIAS", "EncodeError", "Encoded", "Encoder", "RelocRequest", "UnsupportedArch", "encode"]

@@ -7,7 +7,10 @@ Used by the table builder and the coverage benchmark; the language server itself
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from .context import Context, ContextRule, section_contexts
 
 _INS = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*/\*\s*0x([0-9a-f]{16})\s*\*/\s*$")
 _HI = re.compile(r"^\s*/\*\s*0x([0-9a-f]{16})\s*\*/\s*$")
@@ -64,3 +67,16 @@ def parse_listing(text: str) -> Listing:
         out.append(ListedInstruction(section, pc, body, int(m.group(3), 16) | int(hi.group(1), 16) << 64))
     # labels after the last instruction of a section (function end labels) point past it
     return Listing(out, labels)
+
+
+def listing_contexts(rules: Sequence[ContextRule], listing: Listing) -> list[Context | None]:
+    """Kernel context of every instruction, section by section (as the assembler computes it)."""
+    by_section: dict[str, list[int]] = {}
+    for i, li in enumerate(listing.instructions):
+        by_section.setdefault(li.section, []).append(i)
+    out: list[Context | None] = [None] * len(listing.instructions)
+    for idxs in by_section.values():
+        texts = [listing.instructions[i].text for i in idxs]
+        for i, ctx in zip(idxs, section_contexts(rules, texts), strict=True):
+            out[i] = ctx
+    return out

@@ -32,15 +32,68 @@ _SLOT = re.compile(
 )
 
 
-def split_shape(text: str) -> list[str]:
-    """``[literal, slot, literal, slot, ..., literal]``; the literals (``[::2]``) are the shape."""
+def split_shape(text: str, memo: dict[str, _OperandSplit] | None = None) -> list[str]:
+    """``[literal, slot, literal, slot, ..., literal]``; the literals (``[::2]``) are the shape.
+
+    The scan runs per operand; ``memo`` (operand text -> its split) saves rescanning operands, which
+    kernels repeat far more than whole texts. That gives the whole text's split: no slot spans the ``", "``
+    between operands, and no look-around of ``_SLOT`` reaches past the space before an operand or sees
+    more than "no word character" after it. The opcode holds no slot (nothing is one after a word character
+    or '.'); a guard is one."""
     head, sep, rest = text.partition(" ")
-    if not sep or head[:1] == "@":  # a guard is a slot: scan all
+    if not sep:
         return _SLOT.split(text)
-    # The opcode holds no slot (nothing is one after a word character or '.'): scan from the space.
-    parts = _SLOT.split(sep + rest)
-    parts[0] = head + parts[0]
+    if head[:1] == "@":
+        opcode, sep, rest = rest.partition(" ")
+        parts = _SLOT.split(head + " ")  # the guard's slot needs the space after it
+        parts[-1] += opcode
+        if not sep:
+            return parts
+    else:
+        parts = [head]
+    if memo is None:
+        memo = {}
+    elif len(memo) >= _MAX_OPERANDS:
+        memo.clear()
+    last = parts.pop()  # the literal that the next operand's first literal extends
+    lead = 0  # the first operand follows a space, the others ", "
+    for op in rest.split(", "):
+        entry = memo.get(op)
+        if entry is None:
+            pieces = _SLOT.split(" " + op)
+            entry = memo[op] = ((pieces[0], "," + pieces[0]), pieces[1:-1], pieces[-1])
+        first, middle, end = entry
+        if middle:
+            parts.append(last + first[lead])
+            parts += middle
+            last = end
+        else:
+            last += first[lead]
+        lead = 1
+    parts.append(last)
     return parts
+
+
+_MAX_OPERANDS = 1 << 16  # operand splits remembered before a memo starts over
+# an operand's split: (its first literal after " " and after ", ", the slots and literals between, the last)
+_OperandSplit = tuple[tuple[str, str], list[str], str]
+_JOIN = "\x1f"  # joins a piece's literals into one key (no instruction text holds it)
+
+
+def head_shape(head: str) -> tuple[str, list[str]]:
+    """(literal key, slots) of the text before the first space: an opcode (no slot) or a guard."""
+    if head[:1] != "@":
+        return head, []
+    parts = _SLOT.split(head + " ")  # the guard's slot needs the space after it
+    return _JOIN.join(parts[::2]), parts[1::2]
+
+
+def chunk_shape(chunk: str) -> tuple[str, list[str]]:
+    """(literal key, slots) of one piece of the text after the first space, cut at ``", "``; pieces with
+    equal keys differ only inside slots, and a text's pieces' slots, in order, are its slots (the split
+    per operand of :func:`split_shape`)."""
+    parts = _SLOT.split(" " + chunk)
+    return _JOIN.join(parts[::2]), parts[1::2]
 
 
 class Role(NamedTuple):

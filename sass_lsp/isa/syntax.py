@@ -298,6 +298,8 @@ def parse_operand(text: str, col: int) -> Operand:
         after = text[end + 1 :]
         base_col = col + len(orig) - len(text)
         if space in ("c", "cx"):
+            gap = len(after) - len(after.lstrip(" "))  # nvdisasm prints HFMA2's bank as c[0x0] [0x170]
+            after, end = after[gap:], end + gap
             if not after.startswith("["):
                 raise InstructionSyntaxError(
                     "constant bank needs two brackets", base_col + end + 1, "e.g. c[0x0][0x160]"

@@ -34,10 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from sass_lsp.isa.context import ContextRule  # noqa: E402
 from sass_lsp.isa.control import CONTROL_MASK  # noqa: E402
 from sass_lsp.isa.features import FeatureError, instruction_features  # noqa: E402
 from sass_lsp.isa.gf2 import FormModel, learn  # noqa: E402
-from sass_lsp.isa.listing import parse_listing  # noqa: E402
+from sass_lsp.isa.listing import listing_contexts, parse_listing  # noqa: E402
 from sass_lsp.isa.syntax import Instruction, InstructionSyntaxError, parse_instruction  # noqa: E402
 from sass_lsp.nvdisasm import nvdisasm_path  # noqa: E402
 
@@ -57,6 +58,12 @@ ARCHES = {
     "sm_120": (["sm_120"], "SM120"),
 }
 GLOBAL_FEATURE = re.compile(r"^(g:not|g:U|g\.r\d|reuse\.\d)$")
+# kernel-level loads whose destination may be a field other instructions' text omits (sass_lsp/isa/context.py)
+NAN_TOKEN = re.compile(r"=[+-][QS]NAN$")
+CONTEXT_LOAD = re.compile(r"^(U\w*(?:\.\w+)*) UR\d+, (c\[0x0\]\[0x[0-9a-f]+\])$")
+CONTEXT_WIDTH = 6  # a uniform register index (URZ = 63)
+CONTEXT_MIN_SAMPLES = 2  # real samples of one form that must agree on a field's place
+CONTEXT_MIN_FORMS = 5  # forms a rule must explain to be kept (fewer: a coincidence)
 _BAD_ADDR = re.compile(r"at address 0x([0-9a-fA-F]+)")
 
 
@@ -72,13 +79,13 @@ def tool_version(cmd: list[str]) -> str:
     return next((ln.strip() for ln in out.splitlines() if "release" in ln), out.strip()[:80])
 
 
-def compile_all(arch: str) -> tuple[list[Path], list[str]]:
+def compile_all(arch: str, cache: Path = CACHE) -> tuple[list[Path], list[str]]:
     gpu_archs, _ = ARCHES[arch]
     jobs = []
     for src in sorted(TRAINING.glob("*.cu")):
         for gpu in gpu_archs:
             for fi, flags in enumerate(FLAG_SETS):
-                out = CACHE / arch / f"{src.stem}.{gpu}.f{fi}.cubin"
+                out = cache / arch / f"{src.stem}.{gpu}.f{fi}.cubin"
                 jobs.append((src, gpu, flags, out))
     failures: list[str] = []
 
@@ -151,6 +158,80 @@ def probe_words(sources: list[int], sm: str, batch: int):
         yield w, orig_text, orig_pc, variants
 
 
+def sibling_key(key: str) -> tuple[str, str, int]:
+    """(opcode, modifiers, operand count) of a specific form key ``'LEA R R UR I P|HI.X.SX32'``."""
+    general, _, mods = key.partition("|")
+    words = general.split(" ")
+    return words[0], mods, len(words) - 1
+
+
+def context_candidates(listings: list[str]) -> list[ContextRule]:
+    """Every kernel-level uniform load of a constant (``ULDC.64 UR4, c[0x0][0x118]``) seen in training:
+    :func:`choose_context` keeps the one whose register hidden fields of other instructions repeat."""
+    seen: collections.Counter[tuple[str, str]] = collections.Counter()
+    for out_text in listings:
+        for li in parse_listing(out_text).instructions:
+            m = CONTEXT_LOAD.match(li.text)
+            if m:
+                seen[(m.group(1), m.group(2))] += 1
+    return [
+        ContextRule(f"{op} {src}", op, src, CONTEXT_WIDTH) for (op, src), n in sorted(seen.items()) if n > 1
+    ]
+
+
+def context_windows(invisible: int, width: int) -> list[int]:
+    """Bit offsets of the ``width``-bit windows that lie wholly in ``invisible``."""
+    mask = (1 << width) - 1
+    return [off for off in range(128 - width + 1) if (invisible >> off) & mask == mask]
+
+
+def context_offset(samples: list[tuple[int, int]], windows: list[int], width: int) -> int | None:
+    """The one offset among ``windows`` at which every ``(word, value)`` sample holds ``value``; None when
+    there is no such place or more than one."""
+    mask = (1 << width) - 1
+    found = [off for off in windows if all((w >> off) & mask == v for w, v in samples)]
+    return found[0] if len(found) == 1 else None
+
+
+def choose_context(
+    ctx_specific: dict[str, list[tuple[int, dict[str, int]]]],
+    ctx_general: dict[str, list[tuple[int, dict[str, int]]]],
+    hidden_probe: dict[str, int],
+    general_hp: dict[str, int],
+    rules: list[ContextRule],
+) -> tuple[ContextRule | None, dict[str, int], dict[str, int], int]:
+    """The candidate rule whose value sits in the invisible bits of the most real samples, with the bit
+    offset of its field per specific and per general form, and the number of samples it explains."""
+    tables = []  # (offsets per key, rows per key, explained counts) for specific, then general forms
+    for by_key, hp in ((ctx_specific, hidden_probe), (ctx_general, general_hp)):
+        windows = {}
+        for key, rows in by_key.items():
+            if len(rows) >= CONTEXT_MIN_SAMPLES and hp.get(key, 0):
+                found = context_windows(hp[key], CONTEXT_WIDTH)
+                if found:
+                    windows[key] = found
+        tables.append((windows, by_key))
+    best: tuple[int, ContextRule | None, dict[str, int], dict[str, int]] = (0, None, {}, {})
+    for rule in rules:
+        located: list[dict[str, int]] = [{}, {}]
+        explained = 0
+        for at, (windows, by_key) in zip(located, tables, strict=True):
+            for key, found in windows.items():
+                samples = [(w, c[rule.name]) for w, c in by_key[key] if rule.name in c]
+                if len(samples) < CONTEXT_MIN_SAMPLES:
+                    continue
+                off = context_offset(samples, found, rule.width)
+                if off is not None:
+                    at[key] = off
+                    explained += len(samples) if at is located[0] else 0
+        if explained > best[0]:
+            best = (explained, rule, located[0], located[1])
+    explained, rule, spec_at, gen_at = best
+    if rule is None or len(spec_at) < CONTEXT_MIN_FORMS:
+        return None, {}, {}, 0
+    return dataclasses.replace(rule, name="desc"), spec_at, gen_at, explained
+
+
 @dataclasses.dataclass
 class Sample:
     ins: Instruction
@@ -158,6 +239,7 @@ class Sample:
     word: int
     pc: int
     labels: dict[str, int]
+    context: dict[str, int] = dataclasses.field(default_factory=dict)  # candidate rule name -> value
 
 
 def features_for(sample: Sample, label_ops: set[tuple[str, int]], raw: bool):
@@ -201,12 +283,13 @@ def main() -> None:
     )
     ap.add_argument("--batch", type=int, default=40000, help="words per nvdisasm raw call")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--cache", type=Path, default=CACHE, help="where compiled training cubins are kept")
     args = ap.parse_args()
     t0 = time.time()
     arch = args.arch
     _, sm = ARCHES[arch]
 
-    cubins, failures = compile_all(arch)
+    cubins, failures = compile_all(arch, args.cache)
     log(f"compiled {len(cubins)} cubins ({len(failures)} failed)")
     for f in failures:
         log(f"  compile failed: {f}")
@@ -222,9 +305,11 @@ def main() -> None:
 
     with ThreadPoolExecutor(2) as pool:
         listings = list(pool.map(disasm, cubins))
+    context_rules = context_candidates(listings)
     for out_text in listings:
         listing = parse_listing(out_text)
-        for li in listing.instructions:
+        contexts = listing_contexts(context_rules, listing)
+        for li, ctx in zip(listing.instructions, contexts, strict=True):
             try:
                 ins = parse_instruction(li.text)
             except InstructionSyntaxError:
@@ -235,7 +320,9 @@ def main() -> None:
             if key in seen:
                 continue
             seen.add(key)
-            real.append(Sample(ins, li.text, word, li.pc, listing.labels.get(li.section, {})))
+            real.append(
+                Sample(ins, li.text, word, li.pc, listing.labels.get(li.section, {}), dict(ctx or {}))
+            )
     log(f"real samples: {len(real)} distinct ({bad_parse} unparsable)")
 
     label_ops = {(s.ins.opcode, i) for s in real for i, op in enumerate(s.ins.operands) if op.kind == "label"}
@@ -246,6 +333,8 @@ def main() -> None:
     probe_specific: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
     probe_general: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
     probe_pool: dict[str, list[Sample]] = collections.defaultdict(list)
+    ctx_specific: dict[str, list[tuple[int, dict[str, int]]]] = collections.defaultdict(list)
+    ctx_general: dict[str, list[tuple[int, dict[str, int]]]] = collections.defaultdict(list)
     for s in real:
         try:
             fs = features_for(s, label_ops, raw=False)
@@ -255,6 +344,8 @@ def main() -> None:
             (fs.bits + tuple(t for t in fs.tokens if t not in fs.mod_tokens), s.word)
         )
         by_general[fs.general_key].append((fs.bits + fs.tokens, s.word))
+        ctx_specific[fs.specific_key].append((s.word, s.context))
+        ctx_general[fs.general_key].append((s.word, s.context))
         pool = probe_pool[fs.specific_key]
         if len(pool) < args.cap and all(p.word != s.word for p in pool):
             pool.append(s)
@@ -290,6 +381,8 @@ def main() -> None:
                     fs = features_for(Sample(parse_instruction(text), text, 0, pc, {}), label_ops, raw=True)
                 except (InstructionSyntaxError, FeatureError):
                     continue
+                if any(NAN_TOKEN.search(t) for t in fs.tokens):
+                    continue  # a NaN's payload is not in the text: such variants contradict each other
                 word = src_word ^ (1 << bit)
                 probe_specific[fs.specific_key].append(
                     (fs.bits + tuple(t for t in fs.tokens if t not in fs.mod_tokens), word)
@@ -309,6 +402,17 @@ def main() -> None:
         if not sources:
             break
     log(f"probe samples kept: {n_probe}")
+    general_hp: dict[str, int] = collections.defaultdict(int)
+    for key, hp in hidden_probe.items():
+        general_hp[key.split("|", 1)[0]] |= hp
+    rule, spec_at, gen_at, explained = choose_context(
+        ctx_specific, ctx_general, hidden_probe, general_hp, context_rules
+    )
+    if rule is not None:
+        log(
+            f"context: {rule.opcode} {rule.source} fills hidden fields of {len(spec_at)} forms "
+            f"({explained} samples)"
+        )
 
     specific: dict[str, dict] = {}
     general: dict[str, dict] = {}
@@ -328,6 +432,9 @@ def main() -> None:
                 ones = sum(w >> b & 1 for w in real_words)
                 hidden_votes[b][ones * 2 > len(real_words)] += 1
     default_hidden = sum(1 << b for b in range(128) if hidden_votes[b][1] > hidden_votes[b][0])
+    siblings: dict[tuple[str, str, int], list[str]] = collections.defaultdict(list)
+    for key in by_specific:
+        siblings[sibling_key(key)].append(key)
     for key, m in models.items():
         hp = hidden_probe.get(key, 0)
         if hp and not m.n_real:
@@ -336,20 +443,31 @@ def main() -> None:
             value = default_hidden
             if real_general:  # most common whole pattern, not a per-bit vote
                 value = collections.Counter(w & hp for w in real_general).most_common(1)[0][0]
+            # and, on bits invisible in both, what it chose for the same modifiers with other operand kinds
+            # (an unused register field: the modifiers make it unused, e.g. LEA.HI.X.SX32's high source)
+            for sib in siblings.get(sibling_key(key), []):
+                both = hp & hidden_probe.get(sib, 0)
+                if both:
+                    sib_value = collections.Counter(w & both for _, w in by_specific[sib]).most_common(1)[0][
+                        0
+                    ]
+                    value = (value & ~both) | sib_value
             m.hidden_mask |= hp
             m.hidden_value = (m.hidden_value & ~hp) | (value & hp)
         n_irregular += bool(m.hidden_mask)
         j = model_to_json(m)
         if hp:
             j["hp"] = f"{hp:x}"
+        if key in spec_at:
+            j["cx"] = {"desc": spec_at[key]}
         specific[key] = j
     global_votes: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
-    general_hp: dict[str, int] = collections.defaultdict(int)
-    for key, hp in hidden_probe.items():
-        general_hp[key.split("|", 1)[0]] |= hp
     for key in sorted(set(by_general) | set(probe_general)):
         m = learn(by_general.get(key, []), probe_general.get(key, []), general_hp.get(key, 0))
         general[key] = model_to_json(m)
+        if key in gen_at:
+            general[key]["cx"] = {"desc": gen_at[key]}
+
         for f, v in m.weights.items():
             if GLOBAL_FEATURE.match(f) and not v & m.irregular_mask:
                 global_votes[f][v] += 1
@@ -376,6 +494,8 @@ def main() -> None:
             "model": "GF(2)-linear per form (sass_lsp/isa/gf2.py); features in sass_lsp/isa/features.py",
         },
         "label_operands": sorted([op, i] for op, i in label_ops),
+        # kernel-level values that fill fields the text omits; "cx" in a form gives the field's bit offset
+        "context": [] if rule is None else [{**rule.to_json(), "forms": len(spec_at), "samples": explained}],
         "global": global_weights,
         "specific": specific,
         "general": general,

@@ -94,7 +94,9 @@ extern "C" __global__ void smem_mma(float* c, const half* a, const float* g, int
   asm volatile("mbarrier.arrive.shared.b64 %0, [%1];" : "=l"(state) : "r"(bar_addr));
   unsigned done = 0;
   asm volatile("{ .reg .pred p; mbarrier.test_wait.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar_addr), "l"(state));
+#if __CUDA_ARCH__ >= 900  // try_wait needs sm_90+
   asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar_addr), "r"(done));
+#endif
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sa_addr), "l"(g + 7));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa_addr + 16), "l"(g + 8));
   asm volatile("cp.async.mbarrier.arrive.shared.b64 [%0];" ::"r"(bar_addr));
