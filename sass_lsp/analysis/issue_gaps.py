@@ -24,7 +24,6 @@ _UNIFORM_PIPES = ("uniform", "umov")
 _UR_MASK = ((1 << 200) - 1) << UNIT_BASE["UR"]  # UR and UP units
 _FLAGS = operator.itemgetter(0)
 _STALL = operator.itemgetter(3)
-_SHAPE = operator.attrgetter("s")
 _UR_BASE = UNIT_BASE["UR"]
 
 
@@ -81,8 +80,8 @@ def _uniform_roles(sf: ShapeFacts) -> int:
     registers on the uniform datapath (after issue); 0 for neither or when it never executes."""
     if sf.fb & F_NEVER:
         return 0
-    writes = sf.def_const & _UR_MASK or any(add >= _UR_BASE for _s, add, _sp in sf.def_var)
-    reads = sf.use_const & _UR_MASK or any(add >= _UR_BASE for _s, add, _sp in sf.use_var)
+    writes = sf.def_const & _UR_MASK or any(b >= _UR_BASE for b in sf.def_bases)
+    reads = sf.use_const & _UR_MASK or any(b >= _UR_BASE for b in sf.use_bases)
     late = reads and sf.pipe in _UNIFORM_PIPES and not sf.variable
     return (1 if writes else 0) | (2 if late else 0)
 
@@ -92,8 +91,8 @@ def _early_uniform_writes(
 ) -> list[tuple[int, Finding]]:
     out: list[tuple[int, Finding]] = []
     facts = p.facts
-    shapes = list(map(_SHAPE, facts))
-    roles = {sf: r for sf in set(shapes) if (r := _uniform_roles(sf))}
+    shapes = p.shapes
+    roles = {sf: r for sf in p.shape_set if (r := _uniform_roles(sf))}
     if not any(r & 2 for r in roles.values()):
         return out
     writers = {sf for sf, r in roles.items() if r & 1}
