@@ -13,8 +13,6 @@ of the real distance.
 from __future__ import annotations
 
 import bisect
-import itertools
-import operator
 
 from sass_lsp.analysis.findings import RULES, Finding, Related
 from sass_lsp.analysis.program import C_WAIT, F_NEVER, Program, ShapeFacts
@@ -22,8 +20,6 @@ from sass_lsp.isa.semantics import UNIT_BASE, Semantics, unit_name
 
 _UNIFORM_PIPES = ("uniform", "umov")
 _UR_MASK = ((1 << 200) - 1) << UNIT_BASE["UR"]  # UR and UP units
-_FLAGS = operator.itemgetter(0)
-_STALL = operator.itemgetter(3)
 _UR_BASE = UNIT_BASE["UR"]
 
 
@@ -34,15 +30,13 @@ def issue_gap_rules(p: Program, sem: Semantics) -> list[Finding]:
         return []
     # Each rule pairs an instruction with the latest earlier one of its block that it depends on, and
     # fires only when the two are fewer than ``need`` cycles apart: so only instructions that wait (or
-    # write a uniform register) are visited, each looking back over that window. Cycles are counted from
-    # the kernel's start (a block's start cancels out of a difference).
-    cyc = list(itertools.accumulate(map(_STALL, p.cts), initial=0))
+    # write a uniform register) are visited, each looking back over that window.
     starts = {b.start for b in p.blocks}
     out: list[tuple[int, Finding]] = []  # (node, finding)
     if sb_set:
-        out += _early_waits(p, starts, cyc, sb_set)
+        out += _early_waits(p, starts, sb_set)
     if uwar:
-        out += _early_uniform_writes(p, starts, cyc, uwar)
+        out += _early_uniform_writes(p, starts, uwar)
     if not out:
         return []
     # The order of a pass over the blocks running both rules on each in turn (the sort is stable).
@@ -51,24 +45,29 @@ def issue_gap_rules(p: Program, sem: Semantics) -> list[Finding]:
     return [f for _i, f in out]
 
 
-def _early_waits(p: Program, starts: set[int], cyc: list[int], need: int) -> list[tuple[int, Finding]]:
+def _early_waits(p: Program, starts: set[int], need: int) -> list[tuple[int, Finding]]:
     out = []
     cts = p.cts
-    for i in itertools.compress(range(len(cts)), map(C_WAIT.__and__, map(_FLAGS, cts))):
+    for i in [i for i, c in enumerate(cts) if c[0] & C_WAIT]:
         mask = cts[i][4]
-        t = cyc[i]
-        setters = []  # (scoreboard, the latest node before i in its block that sets it)
+        setters = []  # (scoreboard, the latest node before i in its block that sets it, cycles between)
         j = i
-        while mask and j not in starts and t - cyc[j - 1] < need:
+        gap = 0
+        while mask and j not in starts:
             j -= 1
-            _f, rsb, wsb, _stall, _wait, _syn = cts[j]
+            _f, rsb, wsb, stall, _wait, _syn = cts[j]
+            gap += stall
+            if gap >= need:
+                break
             for sb in (rsb, wsb):
                 if sb is not None and mask >> sb & 1:
-                    setters.append((sb, j))
+                    setters.append((sb, j, gap))
                     mask &= ~(1 << sb)
-        for sb, j in sorted(setters):
+        if len(setters) > 1:
+            setters.sort()
+        for sb, j, gap in setters:
             msg = (
-                f"waits on SB{sb} {t - cyc[j]} cycle(s) after {_opcode(p, j)} at line {p.lines[j]} "
+                f"waits on SB{sb} {gap} cycle(s) after {_opcode(p, j)} at line {p.lines[j]} "
                 f"sets it; the scoreboard is set only {need} cycles after issue"
             )
             out.append((i, _finding("SASS016", p, i, msg, j, f"sets SB{sb}")))
@@ -86,33 +85,36 @@ def _uniform_roles(sf: ShapeFacts) -> int:
     return (1 if writes else 0) | (2 if late else 0)
 
 
-def _early_uniform_writes(
-    p: Program, starts: set[int], cyc: list[int], need: int
-) -> list[tuple[int, Finding]]:
+def _early_uniform_writes(p: Program, starts: set[int], need: int) -> list[tuple[int, Finding]]:
     out: list[tuple[int, Finding]] = []
-    facts = p.facts
+    facts, cts = p.facts, p.cts
     shapes = p.shapes
     roles = {sf: r for sf in p.shape_set if (r := _uniform_roles(sf))}
     if not any(r & 2 for r in roles.values()):
         return out
     writers = {sf for sf, r in roles.items() if r & 1}
-    for i in itertools.compress(range(len(facts)), map(writers.__contains__, shapes)):
+    for i in [i for i, sf in enumerate(shapes) if sf in writers]:
         written = facts[i].def_mask & _UR_MASK
-        t = cyc[i]
-        readers = []  # (unit, the latest node before i in its block that reads it late, no write between)
+        readers = []  # (unit, the latest node before i in its block that reads it late, cycles between)
         j = i
-        while written and j not in starts and t - cyc[j - 1] < need:
+        gap = 0
+        while written and j not in starts:
             j -= 1
+            gap += cts[j][3]
+            if gap >= need:
+                break
             role = roles.get(shapes[j], 0)
             if role & 2:
                 hit = facts[j].use_mask & written
-                readers += ((u, j) for u in _units(hit))
+                readers += ((u, j, gap) for u in _units(hit))
                 written &= ~hit
             if role & 1:
                 written &= ~facts[j].def_mask  # a write ends the previous reads of the unit
-        for u, j in sorted(readers):
+        if len(readers) > 1:
+            readers.sort()
+        for u, j, gap in readers:
             msg = (
-                f"rewrites {unit_name(u)} {t - cyc[j]} cycle(s) after {_opcode(p, j)} at line "
+                f"rewrites {unit_name(u)} {gap} cycle(s) after {_opcode(p, j)} at line "
                 f"{p.lines[j]} reads it; uniform instructions read their sources up to {need} "
                 "cycles after issue"
             )
