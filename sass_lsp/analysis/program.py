@@ -399,6 +399,7 @@ class _Ctx:
             sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ())
         )
         self.ctrl_text: dict[str, tuple[Ctrl, tuple] | None] = {}  # control text -> (Ctrl, ctrl_tuple)
+        self.bad_ctrl_seen = False  # some control text did not decode (ctrl_text may hold _BAD)
         self.ctrl_of: dict[int, tuple[tuple, Ctrl]] = {}  # id(Ctrl) -> (ctrl_tuple, the Ctrl)
 
     def ctrl_tuple(self, c: Ctrl) -> tuple[int, int | None, int | None, int, int, bool]:
@@ -542,7 +543,7 @@ class Program:
         section_line: int,
         src: list,
         texts: list[str],
-        ctrls: list[Ctrl],
+        ctrls: list[Ctrl] | None,
         cts: list[tuple],
         facts: list[Facts],
         label_node: dict[str, int],
@@ -554,7 +555,8 @@ class Program:
         self.section_line = section_line
         self.src = src  # objects with .line, .ctrl_col, .text_col (Instruction or Node)
         self.texts = texts
-        self.ctrls = ctrls
+        self._ctrls = ctrls
+        self._ctrl_pairs: list[tuple[Ctrl, tuple]] = []  # (Ctrl, cts[i]) per node when ctrls is None
         self.cts = cts  # _Ctx.ctrl_tuple per node
         self.facts = facts
         self.label_node = label_node
@@ -569,6 +571,12 @@ class Program:
         self._ends = end_cols
         self._shapes: list[ShapeFacts] | None = None
         self._shape_set: set[ShapeFacts] | None = None
+
+    @property
+    def ctrls(self) -> list[Ctrl]:
+        if self._ctrls is None:
+            self._ctrls = [c for c, _ct in self._ctrl_pairs]
+        return self._ctrls
 
     @property
     def lines(self) -> list[int]:
@@ -617,23 +625,25 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
     instrs: list[Instruction] = list(itertools.compress(items, is_ins))
     label_node: dict[str, int] = {}
     if len(instrs) < len(items):  # labels: the index of the instruction they precede
-        before = list(itertools.accumulate(is_ins, initial=0))
-        for j in itertools.compress(range(len(items)), map(operator.not_, is_ins)):
+        others = itertools.compress(range(len(items)), map(operator.not_, is_ins))
+        for k, j in enumerate(others):  # item j is the k-th item that is not an instruction
             if isinstance(items[j], Label):
-                label_node[items[j].name] = before[j]
+                label_node[items[j].name] = j - k
     cache = ctx.ctrl_text
-    ctrl_texts = list(map(_CTRL_TEXT, instrs))
-    hits = list(map(cache.get, ctrl_texts))
-    if None in hits:
+    try:
+        hits = [cache[ins.ctrl] for ins in instrs]
+    except KeyError:
         if len(cache) > 4096:
             cache.clear()
-        for c in set(ctrl_texts):
+        for c in {ins.ctrl for ins in instrs}:
             if c not in cache:
                 ctrl = decode_ctrl(c)
+                if ctrl is None:
+                    ctx.bad_ctrl_seen = True
                 cache[c] = _BAD if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))
-        hits = list(map(cache.__getitem__, ctrl_texts))
+        hits = [cache[ins.ctrl] for ins in instrs]
     bad: list[Instruction] = []
-    if _BAD in hits:  # undecodable control fields: those instructions are not nodes
+    if ctx.bad_ctrl_seen and _BAD in hits:  # undecodable control fields: those instructions are not nodes
         bad = [it for it, h in zip(instrs, hits, strict=True) if h is _BAD]
         label_node = {}
         n = 0
@@ -644,30 +654,16 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
                 label_node[item.name] = n
         instrs = [it for it, h in zip(instrs, hits, strict=True) if h is not _BAD]
         hits = [h for h in hits if h is not _BAD]
-    texts = list(map(_TEXT, instrs))
+    texts = [ins.text for ins in instrs]
     facts = ctx.facts_of(texts)
-    p = Program(
-        name,
-        line,
-        instrs,
-        texts,
-        list(map(_FIRST, hits)),
-        list(map(_SECOND, hits)),
-        facts,
-        label_node,
-        bad,
-        ctx,
-    )
+    p = Program(name, line, instrs, texts, None, [ct for _c, ct in hits], facts, label_node, bad, ctx)
+    p._ctrl_pairs = hits  # Program.ctrls from these when asked
     _build_cfg(p)
     return p
 
 
 _BAD = object()  # cached for an undecodable control field (not a tuple: `in` compares by identity)
-_FIRST = operator.itemgetter(0)
-_SECOND = operator.itemgetter(1)
 _SYN = operator.itemgetter(5)
-_CTRL_TEXT = operator.attrgetter("ctrl")
-_TEXT = operator.attrgetter("text")
 _TEXT_COL = operator.attrgetter("text_col")
 _CTRL_COL = operator.attrgetter("ctrl_col")
 _LINE = operator.attrgetter("line")
