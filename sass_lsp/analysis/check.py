@@ -114,7 +114,7 @@ def _unset_waits(p: Program) -> list[Finding]:
     waits on scoreboards it uses elsewhere, so only the never-set case is reported)."""
     set_mask = 0
     wait_any = 0
-    distinct = dict(zip(map(id, p.cts), p.cts, strict=True)).values()  # the tuples are shared
+    distinct = set(p.cts)  # few: the tuples are shared by the nodes with the same control code
     for _flags, rsb, wsb, _stall, wait, _syn in distinct:
         for sb in (wsb, rsb):
             if sb is not None:

@@ -113,6 +113,10 @@ class Semantics:
         self.data = data
         self.opcodes: dict[str, dict] = data["opcodes"]
         self.variants: dict[str, dict] = data.get("variants", {})
+        self._variants_of: dict[str, list[tuple[list[str], dict]]] = {}  # opcode -> (modifiers, override)
+        for name, over in self.variants.items():
+            op, *mods = name.split(".")
+            self._variants_of.setdefault(op, []).append((mods, over))
         self._lat: dict[tuple[str, str, str], LatencyRow] = {}
         for row in data.get("latency", []):
             lr = LatencyRow(
@@ -152,9 +156,8 @@ class Semantics:
         info = self.opcodes.get(opcode)
         if info is None:
             info = {"pipe": "unknown", "var": False, "dst": "n"}
-        for name, over in self.variants.items():
-            op, *mods = name.split(".")
-            if op == opcode and all(m in modifiers for m in mods):
+        for mods, over in self._variants_of.get(opcode, ()):
+            if all(m in modifiers for m in mods):
                 info = {**info, **over}
         return info
 
