@@ -431,16 +431,17 @@ class _Ctx:
         """Facts per text; texts not seen before are scanned together (see ``Semantics.templates_of``)."""
         cache = self.facts
         if cache:
-            out = list(map(cache.get, texts))
-            if None not in out:
-                return out
-        new = [t for t in dict.fromkeys(texts) if t not in cache]
-        if new:
-            if len(cache) + len(new) > 1 << 18:
-                cache.clear()
-                new = list(dict.fromkeys(texts))
-            self._add_facts(new)
-        return list(map(cache.__getitem__, texts))
+            try:
+                return [cache[t] for t in texts]
+            except KeyError:
+                new = [t for t in dict.fromkeys(texts) if t not in cache]
+        else:
+            new = list(dict.fromkeys(texts))
+        if len(cache) + len(new) > 1 << 18:
+            cache.clear()
+            new = list(dict.fromkeys(texts))
+        self._add_facts(new)
+        return [cache[t] for t in texts]
 
     def shape_facts(self, shape: Shape) -> ShapeFacts:
         sf = shape.memo
