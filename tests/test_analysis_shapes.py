@@ -20,7 +20,7 @@ from paths import SHARED_CORPUS
 from sass_lsp.analysis import check_module
 from sass_lsp.analysis.check import check_kernel
 from sass_lsp.analysis.hazards import Checker, Event, State
-from sass_lsp.analysis.program import gc_paused, kernels_of
+from sass_lsp.analysis.program import Facts, context, facts_of_text, gc_paused, kernels_of
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.isa import semantics as S
 
@@ -88,7 +88,30 @@ def test_shapes_renumber_like_a_fresh_scan() -> None:
             if _key(one.effects(text)) != want or _key(shape.effects(text, n)) != want:
                 bad.append(text)
         assert not bad, f"{arch}: {len(bad)} texts differ, e.g. {bad[:5]}"
-        assert len(bulk._shapes) < len(texts) / 2  # texts do share shapes
+        assert len(bulk.template_shapes) < len(texts) / 2  # texts do share shapes
+
+
+def _facts_key(f: Facts) -> tuple:
+    return (f.s.shape.template, f.fb, f.flow, f.nx, f.uo, f.ds, f.dp, f.guard, f.use_mask, f.def_mask, f.x)
+
+
+def test_bulk_facts_are_each_texts_plain_facts() -> None:
+    """``_Ctx.facts_of`` (one regex pass and one loop over all new texts) gives every text the facts
+    :func:`facts_of_text` gives it from its own shape and numbers."""
+    texts = _corpus_texts()
+    every = texts + _variants(texts) + ODD
+    for arch in ("sm_90", "sm_80"):
+        table = S.load_semantics(arch).data
+        bulk = context(S.Semantics(arch, table))
+        one = context(S.Semantics(arch, table))
+        got = bulk.facts_of(every)
+        bad = []
+        for text, f in zip(every, got, strict=True):
+            shape, nums = one.sem.shape_of(text)
+            want = facts_of_text(text, one.shape_facts(shape), nums)
+            if _facts_key(f) != _facts_key(want) or f.reuse != want.reuse:
+                bad.append(text)
+        assert not bad, f"{arch}: {len(bad)} texts differ, e.g. {bad[:5]}"
 
 
 def _shared_modules() -> list:

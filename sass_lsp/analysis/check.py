@@ -7,7 +7,6 @@ never mutates the module.
 from __future__ import annotations
 
 import itertools
-import operator
 
 from sass_lsp.analysis.findings import RULES, Finding, Related
 from sass_lsp.analysis.hazards import Checker
@@ -25,8 +24,6 @@ from sass_lsp.analysis.program import (
 )
 from sass_lsp.isa.semantics import Semantics, load_semantics, unit_name
 from sass_lsp.model import Module
-
-_SHAPE = operator.attrgetter("s")
 
 
 def check_module(module: Module, arch: str) -> list[Finding]:
@@ -79,8 +76,8 @@ def _local_rules(p: Program) -> list[Finding]:
     followers = p.ctx.followers
     block_start = {b.start for b in p.blocks}
     n = len(facts)
-    shapes = list(map(_SHAPE, facts))
-    some = {sf for sf in set(shapes) if sf.reuse or sf.opcode in ("?", "LDS")}  # what the rules look at
+    shapes = p.shapes
+    some = {sf for sf in p.shape_set if sf.reuse or sf.opcode in ("?", "LDS")}  # what the rules look at
     for i in itertools.compress(range(n), map(some.__contains__, shapes)) if some else ():
         f = facts[i]
         s = f.s
@@ -107,7 +104,7 @@ def _local_rules(p: Program) -> list[Finding]:
                 )
             if msg is not None:
                 out.append(_finding("SASS009", p, p.lines[i], p.text_cols[i], p.end_cols[i], msg))
-        if f.reuse:
+        if s.reuse:
             out.extend(_reuse(p, i, block_start))
     return out
 
@@ -117,13 +114,13 @@ def _unset_waits(p: Program) -> list[Finding]:
     waits on scoreboards it uses elsewhere, so only the never-set case is reported)."""
     set_mask = 0
     wait_any = 0
-    distinct = dict(zip(map(id, p.cts), p.cts, strict=True)).values()  # the tuples are shared
+    distinct = set(p.cts)  # few: the tuples are shared by the nodes with the same control code
     for _flags, rsb, wsb, _stall, wait, _syn in distinct:
         for sb in (wsb, rsb):
             if sb is not None:
                 set_mask |= 1 << sb
         wait_any |= wait
-    for sf in set(map(_SHAPE, p.facts)):
+    for sf in p.shape_set:
         if sf.fb & F_CALL:
             return []  # a callee may set any scoreboard and return with it pending
         if sf.fb & F_DEPBAR:
@@ -173,13 +170,14 @@ def _reuse(p: Program, i: int, block_start: set[int]) -> list[Finding]:
             )
             continue
         verdict = None
+        bit = 1 << reg
         for j in range(i + 1, min(len(facts), i + 64)):
-            nxt = facts[j]
             if j in block_start:
                 break  # whether the cache survives a block boundary is not known: say nothing
-            if nxt.use_mask >> reg & 1:
+            nxt = facts[j]
+            if nxt.use_mask & bit:
                 break  # read again (the slot mapping per opcode is not modelled, so any slot counts)
-            if nxt.def_mask >> reg & 1:
+            if nxt.def_mask & bit:
                 verdict = (
                     f"{unit_name(reg)} is rewritten at line {p.lines[j]} before any further read",
                     p.lines[j],

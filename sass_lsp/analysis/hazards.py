@@ -543,12 +543,12 @@ class Checker:
         """``DEPBAR.LE SBn, k``: all but the youngest k events on each named scoreboard complete."""
         s = f.s
         keep = f.depbar_keep
-        lines = self.p.lines
         done = []
         for sb in range(6):
             if s.sb_set >> sb & 1:
                 on_sb = [q for q, e in enumerate(events) if e[_SB] == sb]
                 if keep and out is not None and len({events[q][_QUEUE] for q in on_sb}) > 1:
+                    lines = self.p.lines
                     pl = sorted({lines[events[q][_IDX]] for q in on_sb})
                     msg = (
                         f"DEPBAR.LE SB{sb}, {keep} relies on in-order completion but SB{sb} "
@@ -705,11 +705,15 @@ class Checker:
         long_stall = max_noyield is not None and not ctrl.yield_flag and stall > max_noyield
         if not (ctrl.errors or long_stall or stall == 0 or ctrl.yield_flag):
             return []
+        s = p.facts[i].s
+        s00 = stall == 0 and s.opcode not in ctx.s00
+        reuse_y = ctrl.yield_flag and s.fb & F_REUSE
+        if not (ctrl.errors or long_stall or s00 or reuse_y):
+            return []  # before reading the column lists (a check that finds nothing never needs them)
         out = []
         cc = p.ctrl_cols[i]
         for col, msg in ctrl.errors:
             out.append(self._finding("SASS012", i, msg, col=cc + col, end_col=cc + col + 2))
-        s = p.facts[i].s
         end = p.text_cols[i] - 2
         if long_stall:
             out.append(
@@ -721,7 +725,7 @@ class Checker:
                     end_col=end,
                 )
             )
-        if stall == 0 and s.opcode not in ctx.s00:
+        if s00:
             out.append(
                 self._finding(
                     "SASS011",
@@ -732,7 +736,7 @@ class Checker:
                     end_col=end,
                 )
             )
-        if ctrl.yield_flag and s.fb & F_REUSE:
+        if reuse_y:
             out.append(
                 self._finding(
                     "SASS011",

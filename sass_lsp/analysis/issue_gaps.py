@@ -12,83 +12,124 @@ of the real distance.
 
 from __future__ import annotations
 
+import bisect
+
 from sass_lsp.analysis.findings import RULES, Finding, Related
-from sass_lsp.analysis.program import F_NEVER, Program
+from sass_lsp.analysis.program import C_WAIT, F_NEVER, Program, ShapeFacts
 from sass_lsp.isa.semantics import UNIT_BASE, Semantics, unit_name
 
 _UNIFORM_PIPES = ("uniform", "umov")
 _UR_MASK = ((1 << 200) - 1) << UNIT_BASE["UR"]  # UR and UP units
+_UR_BASE = UNIT_BASE["UR"]
 
 
 def issue_gap_rules(p: Program, sem: Semantics) -> list[Finding]:
     sb_set = sem.param("scoreboard_set_cycles")
     uwar = sem.param("uniform_war_cycles")
-    out: list[Finding] = []
-    for b in p.blocks:
-        if sb_set:
-            out += _early_waits(p, b.start, b.end, sb_set)
-        if uwar:
-            out += _early_uniform_writes(p, b.start, b.end, sem)
+    if not (sb_set or uwar) or not p.blocks:
+        return []
+    # Each rule pairs an instruction with the latest earlier one of its block that it depends on, and
+    # fires only when the two are fewer than ``need`` cycles apart: so only instructions that wait (or
+    # write a uniform register) are visited, each looking back over that window.
+    starts = {b.start for b in p.blocks}
+    out: list[tuple[int, Finding]] = []  # (node, finding)
+    if sb_set:
+        out += _early_waits(p, starts, sb_set)
+    if uwar:
+        out += _early_uniform_writes(p, starts, sem)
+    if not out:
+        return []
+    # The order of a pass over the blocks running both rules on each in turn (the sort is stable).
+    first = sorted(starts)
+    out.sort(key=lambda t: bisect.bisect_right(first, t[0]))
+    return [f for _i, f in out]
+
+
+def _early_waits(p: Program, starts: set[int], need: int) -> list[tuple[int, Finding]]:
+    out = []
+    cts = p.cts
+    for i in [i for i, c in enumerate(cts) if c[0] & C_WAIT]:
+        mask = cts[i][4]
+        setters = []  # (scoreboard, the latest node before i in its block that sets it, cycles between)
+        j = i
+        gap = 0
+        while mask and j not in starts:
+            j -= 1
+            _f, rsb, wsb, stall, _wait, _syn = cts[j]
+            gap += stall
+            if gap >= need:
+                break
+            for sb in (rsb, wsb):
+                if sb is not None and mask >> sb & 1:
+                    setters.append((sb, j, gap))
+                    mask &= ~(1 << sb)
+        if len(setters) > 1:
+            setters.sort()
+        for sb, j, gap in setters:
+            msg = (
+                f"waits on SB{sb} {gap} cycle(s) after {_opcode(p, j)} at line {p.lines[j]} "
+                f"sets it; the scoreboard is set only {need} cycles after issue"
+            )
+            out.append((i, _finding("SASS016", p, i, msg, j, f"sets SB{sb}")))
     return out
 
 
-def _early_waits(p: Program, start: int, end: int, need: int) -> list[Finding]:
-    out = []
-    setter: dict[int, tuple[int, int]] = {}  # scoreboard -> (node, issue cycle)
-    t = 0
-    for i in range(start, end):
-        c = p.ctrls[i]
-        mask = c.wait_mask
-        while mask:
-            sb = (mask & -mask).bit_length() - 1
-            mask &= mask - 1
-            hit = setter.get(sb)
-            if hit is not None and t - hit[1] < need:
-                j = hit[0]
-                msg = (
-                    f"waits on SB{sb} {t - hit[1]} cycle(s) after {_opcode(p, j)} at line {p.lines[j]} "
-                    f"sets it; the scoreboard is set only {need} cycles after issue"
-                )
-                out.append(_finding("SASS016", p, i, msg, j, f"sets SB{sb}"))
-        for sb in (c.read_sb, c.write_sb):
-            if sb is not None:
-                setter[sb] = (i, t)
-        t += c.stall
+def _uniform_roles(sf: ShapeFacts) -> int:
+    """Of an instruction of shape ``sf``: 1 if it writes a uniform register, 2 if it reads uniform
+    registers on the uniform datapath (after issue); 0 for neither or when it never executes."""
+    if sf.fb & F_NEVER:
+        return 0
+    writes = sf.def_const & _UR_MASK or any(b >= _UR_BASE for b in sf.def_bases)
+    reads = sf.use_const & _UR_MASK or any(b >= _UR_BASE for b in sf.use_bases)
+    late = reads and sf.pipe in _UNIFORM_PIPES and not sf.variable
+    return (1 if writes else 0) | (2 if late else 0)
+
+
+def _early_uniform_writes(p: Program, starts: set[int], sem: Semantics) -> list[tuple[int, Finding]]:
+    """The distance needed depends on the writer's pipe (on sm_90 ULDC/UMOV 3 cycles, uniform ALU ops 2)."""
+    out: list[tuple[int, Finding]] = []
+    facts, cts = p.facts, p.cts
+    shapes = p.shapes
+    roles = {sf: r for sf in p.shape_set if (r := _uniform_roles(sf))}
+    if not any(r & 2 for r in roles.values()):
+        return out
+    need_of = {sf: sem.param_for("uniform_war_cycles", sf.pipe) or 0 for sf, r in roles.items() if r & 1}
+    for i in [i for i, sf in enumerate(shapes) if sf in need_of]:
+        need = need_of[shapes[i]]
+        written = facts[i].def_mask & _UR_MASK
+        readers = []  # (unit, the latest node before i in its block that reads it late, cycles between)
+        j = i
+        gap = 0
+        while written and j not in starts:
+            j -= 1
+            gap += cts[j][3]
+            if gap >= need:
+                break
+            role = roles.get(shapes[j], 0)
+            if role & 2:
+                hit = facts[j].use_mask & written
+                readers += ((u, j, gap) for u in _units(hit))
+                written &= ~hit
+            if role & 1:
+                written &= ~facts[j].def_mask  # a write ends the previous reads of the unit
+        if len(readers) > 1:
+            readers.sort()
+        for u, j, gap in readers:
+            msg = (
+                f"rewrites {unit_name(u)} {gap} cycle(s) after {_opcode(p, j)} at line "
+                f"{p.lines[j]} reads it; uniform instructions read their sources up to {need} "
+                "cycles after issue"
+            )
+            out.append((i, _finding("SASS017", p, i, msg, j, f"reads {unit_name(u)}")))
     return out
 
 
-def _early_uniform_writes(p: Program, start: int, end: int, sem: Semantics) -> list[Finding]:
-    """The distance needed depends on the writer's pipe (ULDC/UMOV need 3 cycles on sm_90, uniform ALU 2)."""
-    need_by_pipe: dict[str, int] = {}
+def _units(mask: int) -> list[int]:
     out = []
-    readers: dict[int, tuple[int, int]] = {}  # uniform unit -> (last uniform-datapath reader, issue cycle)
-    t = 0
-    for i in range(start, end):
-        f = p.facts[i]
-        if not f.fb & F_NEVER:
-            need = need_by_pipe.get(f.s.pipe)
-            if need is None:
-                need = need_by_pipe[f.s.pipe] = sem.param_for("uniform_war_cycles", f.s.pipe) or 0
-            written = f.def_mask & _UR_MASK
-            while written:
-                u = (written & -written).bit_length() - 1
-                written &= written - 1
-                hit = readers.pop(u, None)
-                if hit is not None and hit[0] != i and t - hit[1] < need:
-                    j = hit[0]
-                    msg = (
-                        f"rewrites {unit_name(u)} {t - hit[1]} cycle(s) after {_opcode(p, j)} at line "
-                        f"{p.lines[j]} reads it; uniform instructions read their sources up to {need} "
-                        "cycles after issue"
-                    )
-                    out.append(_finding("SASS017", p, i, msg, j, f"reads {unit_name(u)}"))
-            if f.s.pipe in _UNIFORM_PIPES and not f.s.variable:
-                read = f.use_mask & _UR_MASK
-                while read:
-                    u = (read & -read).bit_length() - 1
-                    read &= read - 1
-                    readers[u] = (i, t)
-        t += p.ctrls[i].stall
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
     return out
 
 

@@ -101,7 +101,7 @@ class Node:
     end_col: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Block:
     idx: int
     start: int  # first node index
@@ -145,16 +145,16 @@ C_YIELD = 1 << 19
 R_MASK = (1 << 256) - 1  # GPR units
 
 
-_SPAN_MASKS: dict[int, list[int]] = {}
+_SPAN_MASKS: dict[tuple[int, int], list[int]] = {}
 _UNITS = 512  # units are below this (see semantics.UNIT_BASE)
 
 
-def _span_masks(width: int) -> list[int]:
-    """The mask of units ``first .. first + width - 1``, indexed by ``first``."""
-    hit = _SPAN_MASKS.get(width)
+def _span_masks(width: int, base: int) -> list[int]:
+    """The mask of units ``base + n .. base + n + width - 1``, indexed by the register number ``n``."""
+    hit = _SPAN_MASKS.get((width, base))
     if hit is None:
         w = (1 << width) - 1
-        hit = _SPAN_MASKS[width] = [w << first for first in range(_UNITS)]
+        hit = _SPAN_MASKS[(width, base)] = [w << first for first in range(base, _UNITS)]
     return hit
 
 
@@ -213,8 +213,10 @@ class ShapeFacts:
         "dst_pipe",
         "use_const",
         "use_var",
+        "use_bases",
         "def_const",
         "def_var",
+        "def_bases",
         "reuse",
     )
 
@@ -265,18 +267,21 @@ class ShapeFacts:
                     out.extend((slot, base + j) for j in range(w))
             return out
 
-        def seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, int, list[int]], ...]]:
-            """(mask of the fixed units, ((slot, add, span masks by first unit), ...)) over the operands."""
+        def seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, list[int]], ...], frozenset[int]]:
+            """(mask of the fixed units, ((slot, span masks by register number), ...), the bases of those
+            segments) over the operands."""
             const = 0
             var = []
+            bases = set()
             for segs in ops:
                 for slot, base, w in segs:
                     if slot < 0:
                         for u in base:
                             const |= 1 << u
                     else:
-                        var.append((slot, base, _span_masks(w)))
-            return const, tuple(var)
+                        var.append((slot, _span_masks(w, base)))
+                        bases.add(base)
+            return const, tuple(var), frozenset(bases)
 
         use_occ = []
         reuse = []
@@ -297,8 +302,8 @@ class ShapeFacts:
         self.dst_sa = tuple((slot, add) for slot, add, _p in dst_occ)
         pipes = {p for _s, _a, p in dst_occ}
         self.dst_pipe = pipes.pop() if len(pipes) == 1 else None  # one pipe for every destination unit
-        self.use_const, self.use_var = seg_masks([src[0] for src in shape.srcs])
-        self.def_const, self.def_var = seg_masks([dst[0] for dst in shape.dsts])
+        self.use_const, self.use_var, self.use_bases = seg_masks([src[0] for src in shape.srcs])
+        self.def_const, self.def_var, self.def_bases = seg_masks([dst[0] for dst in shape.dsts])
 
 
 def _keeps(imm: tuple[int, ...], le: bool) -> tuple[int, int]:
@@ -311,8 +316,7 @@ class Facts:
 
     ``s``: its :class:`ShapeFacts`; ``nx``: its register numbers and a 0 (units are ``nx[slot] + add``);
     ``use_mask``/``def_mask``: the units it reads/writes as int bit masks; ``guard``: the guard unit;
-    ``reuse``: ``(register, tcol, nb)`` per .reuse source (see
-    :func:`reuse_col`); ``x``: None, or for a shape whose counts or targets are holes this text's
+    ``x``: None, or for a shape whose counts or targets are holes this text's
     ``(depbar keep, gmma keep, targets)``. ``fb``, ``flow``, ``uo``, ``ds``, ``dp`` copy the shape's
     flags, ``F_FLOW`` bit, ``use_occ``, ``dst_sa`` and ``dst_pipe`` (one lookup fewer per node).
     """
@@ -328,9 +332,14 @@ class Facts:
         "guard",
         "use_mask",
         "def_mask",
-        "reuse",
         "x",
     )
+
+    @property
+    def reuse(self) -> tuple[tuple[int, int, int], ...]:
+        """``(register, tcol, nb)`` per .reuse source (see :func:`reuse_col`); only the local rules ask."""
+        nx = self.nx
+        return tuple([(nx[s] + a, tcol, nb) for s, a, tcol, nb in self.s.reuse])
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -343,6 +352,27 @@ class Facts:
     @property
     def gmma_keep(self) -> int:
         return self.s.gmma_keep if self.x is None else self.x[1]
+
+
+def facts_of_text(text: str, sf: ShapeFacts, nums: list[int]) -> Facts:
+    """The facts of one text of shape ``sf`` with register numbers ``nums`` (the plain path;
+    ``_Ctx.facts_of`` builds the same in bulk)."""
+    f = Facts()
+    f.s, f.fb, f.flow, f.nx = sf, sf.fb, sf.fb & F_FLOW, [*nums, 0]
+    f.uo, f.ds, f.dp = sf.use_occ, sf.dst_sa, sf.dst_pipe
+    gs, gb = sf.guard
+    f.guard = gb if gb is None else f.nx[gs] + gb
+    f.use_mask = sf.use_const
+    for slot, spans in sf.use_var:
+        f.use_mask |= spans[nums[slot]]
+    f.def_mask = sf.def_const
+    for slot, spans in sf.def_var:
+        f.def_mask |= spans[nums[slot]]
+    f.x = None
+    if sf.dynamic:
+        imm, targets = sf.shape.extras(text)
+        f.x = (*_keeps(imm, sf.le), targets)
+    return f
 
 
 def reuse_col(text: str, tcol: int, nb: int) -> int:
@@ -369,6 +399,7 @@ class _Ctx:
             sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ())
         )
         self.ctrl_text: dict[str, tuple[Ctrl, tuple] | None] = {}  # control text -> (Ctrl, ctrl_tuple)
+        self.bad_ctrl_seen = False  # some control text did not decode (ctrl_text may hold _BAD)
         self.ctrl_of: dict[int, tuple[tuple, Ctrl]] = {}  # id(Ctrl) -> (ctrl_tuple, the Ctrl)
 
     def ctrl_tuple(self, c: Ctrl) -> tuple[int, int | None, int | None, int, int, bool]:
@@ -397,42 +428,79 @@ class _Ctx:
         return t
 
     def facts_of(self, texts: list[str]) -> list[Facts]:
-        """Facts per text; texts not seen before are scanned together (see ``Semantics.shapes_of``)."""
+        """Facts per text; texts not seen before are scanned together (see ``Semantics.templates_of``)."""
         cache = self.facts
         if cache:
-            out = list(map(cache.get, texts))
-            if None not in out:
-                return out
-        new = [t for t in dict.fromkeys(texts) if t not in cache]
-        if new:
-            if len(cache) + len(new) > 1 << 18:
-                cache.clear()
-                new = list(dict.fromkeys(texts))
-            shapes, numss = self.sem.shapes_of(new)
-            for text, shape, nums in zip(new, shapes, numss, strict=True):
-                sf = shape.memo
-                if sf is None:
-                    sf = shape.memo = ShapeFacts(shape, self)
-                cache[text] = f = Facts()
-                nums.append(0)
-                f.s, f.fb, f.flow, f.nx = sf, sf.fb, sf.fb & F_FLOW, nums
-                f.uo, f.ds, f.dp = sf.use_occ, sf.dst_sa, sf.dst_pipe  # hot in the checker
-                gs, gb = sf.guard
-                f.guard = gb if gb is None else nums[gs] + gb
-                mask = sf.use_const
-                for slot, add, spans in sf.use_var:
-                    mask |= spans[nums[slot] + add]
-                f.use_mask = mask
-                mask = sf.def_const
-                for slot, add, spans in sf.def_var:
-                    mask |= spans[nums[slot] + add]
-                f.def_mask = mask
-                f.reuse = tuple([(nums[s] + a, tcol, nb) for s, a, tcol, nb in sf.reuse]) if sf.reuse else ()
+            try:
+                return [cache[t] for t in texts]
+            except KeyError:
+                new = [t for t in dict.fromkeys(texts) if t not in cache]
+        else:
+            new = list(dict.fromkeys(texts))
+        if len(cache) + len(new) > 1 << 18:
+            cache.clear()
+            new = list(dict.fromkeys(texts))
+        self._add_facts(new)
+        return [cache[t] for t in texts]
+
+    def shape_facts(self, shape: Shape) -> ShapeFacts:
+        sf = shape.memo
+        if sf is None:
+            sf = shape.memo = ShapeFacts(shape, self)
+        return sf
+
+    def _add_facts(self, texts: list[str]) -> None:
+        """Facts of new texts, from one regex pass over all of them: what :func:`facts_of_text` gives for
+        each text and its shape, in one loop (the first check of a kernel runs it on every distinct text)."""
+        sem = self.sem
+        cache = self.facts
+        holes = sem.templates_of(texts)
+        if holes is None:
+            shapes, numss = sem.shapes_of(texts)
+            for text, shape, nums in zip(texts, shapes, numss, strict=True):
+                cache[text] = facts_of_text(text, self.shape_facts(shape), nums)
+            return
+        templates, nums_all, big = holes
+        get = sem.template_shapes.get
+        pos = 0
+        for text, template in zip(texts, templates, strict=True):
+            shape = get(template)
+            if shape is None:
+                shape, pos = sem.shape_for(text, template, pos)
+            n = shape.nslots
+            nums = nums_all[pos : pos + n]
+            pos += n
+            for k, cap in shape.all_caps if big else shape.tight:
+                if nums[k] > cap:  # beyond the slot's cap: the text has a shape of its own
+                    shape, nums = sem.own_shape(text), []
+                    break
+            sf = shape.memo
+            if sf is None:
+                sf = shape.memo = ShapeFacts(shape, self)
+            nums.append(0)  # slot nslots: units that depend on no number
+            cache[text] = f = Facts()
+            f.s = sf
+            f.fb = fb = sf.fb
+            f.flow = fb & F_FLOW
+            f.nx = nums
+            f.uo = sf.use_occ
+            f.ds = sf.dst_sa
+            f.dp = sf.dst_pipe
+            gs, gb = sf.guard
+            f.guard = gb if gb is None else nums[gs] + gb
+            mask = sf.use_const
+            for slot, spans in sf.use_var:
+                mask |= spans[nums[slot]]
+            f.use_mask = mask
+            mask = sf.def_const
+            for slot, spans in sf.def_var:
+                mask |= spans[nums[slot]]
+            f.def_mask = mask
+            if sf.dynamic:
+                imm, targets = shape.extras(text)
+                f.x = (*_keeps(imm, sf.le), targets)
+            else:
                 f.x = None
-                if sf.dynamic:
-                    imm, targets = sf.shape.extras(text)
-                    f.x = (*_keeps(imm, sf.le), targets)
-        return list(map(cache.__getitem__, texts))
 
 
 def context(sem: Semantics) -> _Ctx:
@@ -476,7 +544,7 @@ class Program:
         section_line: int,
         src: list,
         texts: list[str],
-        ctrls: list[Ctrl],
+        ctrls: list[Ctrl] | None,
         cts: list[tuple],
         facts: list[Facts],
         label_node: dict[str, int],
@@ -488,7 +556,8 @@ class Program:
         self.section_line = section_line
         self.src = src  # objects with .line, .ctrl_col, .text_col (Instruction or Node)
         self.texts = texts
-        self.ctrls = ctrls
+        self._ctrls = ctrls
+        self._ctrl_pairs: list[tuple[Ctrl, tuple]] = []  # (Ctrl, cts[i]) per node when ctrls is None
         self.cts = cts  # _Ctx.ctrl_tuple per node
         self.facts = facts
         self.label_node = label_node
@@ -501,6 +570,14 @@ class Program:
         self._ccols: list[int] | None = None
         self._tcols: list[int] | None = None
         self._ends = end_cols
+        self._shapes: list[ShapeFacts] | None = None
+        self._shape_set: set[ShapeFacts] | None = None
+
+    @property
+    def ctrls(self) -> list[Ctrl]:
+        if self._ctrls is None:
+            self._ctrls = [c for c, _ct in self._ctrl_pairs]
+        return self._ctrls
 
     @property
     def lines(self) -> list[int]:
@@ -521,6 +598,20 @@ class Program:
         return self._tcols
 
     @property
+    def shapes(self) -> list[ShapeFacts]:
+        """Each node's :class:`ShapeFacts` (``facts[i].s``)."""
+        if self._shapes is None:
+            self._shapes = [f.s for f in self.facts]
+        return self._shapes
+
+    @property
+    def shape_set(self) -> set[ShapeFacts]:
+        """The distinct shapes of the kernel: what a rule that looks at a few opcodes filters on first."""
+        if self._shape_set is None:
+            self._shape_set = set(self.shapes)
+        return self._shape_set
+
+    @property
     def end_cols(self) -> list[int]:
         """1-based column after the instruction text."""
         if self._ends is None:
@@ -535,23 +626,25 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
     instrs: list[Instruction] = list(itertools.compress(items, is_ins))
     label_node: dict[str, int] = {}
     if len(instrs) < len(items):  # labels: the index of the instruction they precede
-        before = list(itertools.accumulate(is_ins, initial=0))
-        for j in itertools.compress(range(len(items)), map(operator.not_, is_ins)):
+        others = itertools.compress(range(len(items)), map(operator.not_, is_ins))
+        for k, j in enumerate(others):  # item j is the k-th item that is not an instruction
             if isinstance(items[j], Label):
-                label_node[items[j].name] = before[j]
+                label_node[items[j].name] = j - k
     cache = ctx.ctrl_text
-    ctrl_texts = list(map(_CTRL_TEXT, instrs))
-    hits = list(map(cache.get, ctrl_texts))
-    if None in hits:
+    try:
+        hits = [cache[ins.ctrl] for ins in instrs]
+    except KeyError:
         if len(cache) > 4096:
             cache.clear()
-        for c in set(ctrl_texts):
+        for c in {ins.ctrl for ins in instrs}:
             if c not in cache:
                 ctrl = decode_ctrl(c)
+                if ctrl is None:
+                    ctx.bad_ctrl_seen = True
                 cache[c] = _BAD if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))
-        hits = list(map(cache.__getitem__, ctrl_texts))
+        hits = [cache[ins.ctrl] for ins in instrs]
     bad: list[Instruction] = []
-    if _BAD in hits:  # undecodable control fields: those instructions are not nodes
+    if ctx.bad_ctrl_seen and _BAD in hits:  # undecodable control fields: those instructions are not nodes
         bad = [it for it, h in zip(instrs, hits, strict=True) if h is _BAD]
         label_node = {}
         n = 0
@@ -562,31 +655,16 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
                 label_node[item.name] = n
         instrs = [it for it, h in zip(instrs, hits, strict=True) if h is not _BAD]
         hits = [h for h in hits if h is not _BAD]
-    texts = list(map(_TEXT, instrs))
+    texts = [ins.text for ins in instrs]
     facts = ctx.facts_of(texts)
-    p = Program(
-        name,
-        line,
-        instrs,
-        texts,
-        list(map(_FIRST, hits)),
-        list(map(_SECOND, hits)),
-        facts,
-        label_node,
-        bad,
-        ctx,
-    )
+    p = Program(name, line, instrs, texts, None, [ct for _c, ct in hits], facts, label_node, bad, ctx)
+    p._ctrl_pairs = hits  # Program.ctrls from these when asked
     _build_cfg(p)
     return p
 
 
 _BAD = object()  # cached for an undecodable control field (not a tuple: `in` compares by identity)
-_FIRST = operator.itemgetter(0)
-_SECOND = operator.itemgetter(1)
 _SYN = operator.itemgetter(5)
-_FLOW = operator.attrgetter("flow")
-_CTRL_TEXT = operator.attrgetter("ctrl")
-_TEXT = operator.attrgetter("text")
 _TEXT_COL = operator.attrgetter("text_col")
 _CTRL_COL = operator.attrgetter("ctrl_col")
 _LINE = operator.attrgetter("line")
@@ -653,53 +731,62 @@ def kernel_of_program(p: Program, sem: Semantics) -> Kernel:
 def _build_cfg(p: Program) -> None:
     facts = p.facts
     n = len(facts)
-    leaders = {0} if n else set()
-    leaders.update(i for i in p.label_node.values() if i < n)
-    leaders.update(itertools.compress(range(1, n + 1), map(_FLOW, facts)))
-    leaders.discard(n)
-    starts = sorted(leaders)
-    block_of = [0] * n
-    blocks = p.blocks
-    for bi, s in enumerate(starts):
-        e = starts[bi + 1] if bi + 1 < len(starts) else n
-        blocks.append(Block(bi, s, e))
-        block_of[s:e] = [bi] * (e - s)
-    labels_at: dict[int, list[str]] = {}
-    for lab, i in p.label_node.items():
-        labels_at.setdefault(i, []).append(lab)
     label_node = p.label_node
-    for b in blocks:
-        b.labels = labels_at.get(b.start, [])
-        last = b.end - 1
-        f = facts[last]
-        s = f.s
-        never = bool(f.fb & F_NEVER)
-        conditional = f.guard is not None or (s.guard_neg and not never)
-        succ: list[int] = []
-        falls = True
-        flags = s.flags
-        if never:
-            pass
-        elif "exit" in flags or "ret" in flags:
-            falls = conditional
-        elif "indirect" in flags:
-            falls = conditional
-            if not s.indirect:
-                p.unresolved.append((last, "indirect branch without BRANCH_TARGETS annotation"))
-            for t in s.indirect:
-                if t in label_node and label_node[t] < n:
-                    succ.append(block_of[label_node[t]])
-        elif "branch" in flags:
-            div = {"DIV", "CONV", "ANY"} & set(s.modifiers)
-            falls = conditional or bool(div)
-            for t in f.targets:
-                if t in label_node and label_node[t] < n:
-                    succ.append(block_of[label_node[t]])
-                else:
-                    p.unresolved.append((last, f"branch target {t} not found"))
-        if falls and b.end < n:
-            succ.append(block_of[b.end])
-        b.succs = list(dict.fromkeys(succ))
+    leaders = {i for i, f in enumerate(facts, 1) if f.flow}  # the node after a branch
+    leaders.update(label_node.values())
+    if n:
+        leaders.add(0)
+    starts = sorted(i for i in leaders if i < n)  # not the end
+    labels_at: dict[int, list[str]] = {}
+    for lab, i in label_node.items():
+        labels_at.setdefault(i, []).append(lab)
+    block_at = dict(zip(starts, itertools.count()))  # every branch target and block end is a leader
+    ends = [*starts[1:], n]
+    blocks = p.blocks
+    get_labels = labels_at.get
+    for bi, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        b = Block(bi, start, end, [], [], get_labels(start, []))
+        blocks.append(b)
+        f = facts[end - 1]
+        if not f.flow:  # falls through (whatever its guard)
+            if end < n:
+                b.succs.append(bi + 1)
+            continue
+        b.succs = _flow_succs(p, end - 1, f, block_at)
     for b in blocks:
         for s in b.succs:
             blocks[s].preds.append(b.idx)
+
+
+def _flow_succs(p: Program, last: int, f: Facts, block_at: dict[int, int]) -> list[int]:
+    """The successor blocks of a block that ends with a branch, exit, return or indirect branch."""
+    n = len(p.facts)
+    label_node = p.label_node
+    s = f.s
+    never = bool(f.fb & F_NEVER)
+    conditional = f.guard is not None or (s.guard_neg and not never)
+    succ: list[int] = []
+    falls = True
+    flags = s.flags
+    if never:
+        pass
+    elif "exit" in flags or "ret" in flags:
+        falls = conditional
+    elif "indirect" in flags:
+        falls = conditional
+        if not s.indirect:
+            p.unresolved.append((last, "indirect branch without BRANCH_TARGETS annotation"))
+        for t in s.indirect:
+            if t in label_node and label_node[t] < n:
+                succ.append(block_at[label_node[t]])
+    elif "branch" in flags:
+        div = {"DIV", "CONV", "ANY"} & set(s.modifiers)
+        falls = conditional or bool(div)
+        for t in f.targets:
+            if t in label_node and label_node[t] < n:
+                succ.append(block_at[label_node[t]])
+            else:
+                p.unresolved.append((last, f"branch target {t} not found"))
+    if falls and last + 1 < n:
+        succ.append(block_at[last + 1])
+    return list(dict.fromkeys(succ))

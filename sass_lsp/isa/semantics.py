@@ -113,6 +113,10 @@ class Semantics:
         self.data = data
         self.opcodes: dict[str, dict] = data["opcodes"]
         self.variants: dict[str, dict] = data.get("variants", {})
+        self._variants_of: dict[str, list[tuple[list[str], dict]]] = {}  # opcode -> (modifiers, override)
+        for name, over in self.variants.items():
+            op, *mods = name.split(".")
+            self._variants_of.setdefault(op, []).append((mods, over))
         self._lat: dict[tuple[str, str, str], LatencyRow] = {}
         for row in data.get("latency", []):
             lr = LatencyRow(
@@ -137,7 +141,7 @@ class Semantics:
         self._info_cache: dict[tuple[str, tuple[str, ...]], dict] = {}
         self._widths: dict[tuple[str, tuple[str, ...]], object] = {}  # (opcode, mods) -> _width_rules
         self._eff: dict[str, Effects] = {}
-        self._shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
+        self.template_shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
         self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
         self.memo: dict[str, object] = {}  # consumers' caches of what they derive (the hazard checker's)
 
@@ -152,9 +156,8 @@ class Semantics:
         info = self.opcodes.get(opcode)
         if info is None:
             info = {"pipe": "unknown", "var": False, "dst": "n"}
-        for name, over in self.variants.items():
-            op, *mods = name.split(".")
-            if op == opcode and all(m in modifiers for m in mods):
+        for mods, over in self._variants_of.get(opcode, ()):
+            if all(m in modifiers for m in mods):
                 info = {**info, **over}
         return info
 
@@ -214,46 +217,64 @@ class Semantics:
     def shapes_of(self, texts: list[str]) -> tuple[list[Shape], list[list[int]]]:
         """The shape and register numbers of many texts (found in one pass): two lists aligned with
         ``texts``; each numbers list is the caller's."""
-        joined = "\n".join(texts)
-        if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
+        holes = self.templates_of(texts)
+        if holes is None:
             if len(texts) == 1:
-                return [self._own_shape(texts[0])], [[]]
+                return [self.own_shape(texts[0])], [[]]
             pairs = [self.shape_of(t) for t in texts]
             return [sh for sh, _n in pairs], [n for _s, n in pairs]
-        parts = _TOK.split(_HEX.sub(_HEX_HOLE, _LAB.sub(_LAB_HOLE, joined)))
-        nums_all = list(map(_INTS.__getitem__, parts[2::3]))
-        parts[2::3] = [_HOLE] * len(nums_all)
-        big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
+        templates, nums_all, big = holes
         shapes_out: list[Shape] = []
         nums_out: list[list[int]] = []
         add_shape, add_nums = shapes_out.append, nums_out.append
-        shapes = self._shapes
+        get = self.template_shapes.get
         pos = 0
-        for text, template in zip(texts, "".join(parts).split("\n"), strict=True):
-            shape = shapes.get(template, _MISSING)
-            if shape is _MISSING:
-                shape = self._new_shape(text, template)
+        for text, template in zip(texts, templates, strict=True):
+            shape = get(template)
             if shape is None:
-                pos += template.count(_HOLE)
-                add_shape(self._own_shape(text))
-                add_nums([])
-                continue
+                shape, pos = self.shape_for(text, template, pos)
+                if not shape.nslots:
+                    add_shape(shape)
+                    add_nums([])
+                    continue
             n = shape.nslots
-            if not n:
-                add_shape(shape)
-                add_nums([])
-                continue
             nums = nums_all[pos : pos + n]
             pos += n
             for k, cap in shape.all_caps if big else shape.tight:
                 if nums[k] > cap:
-                    add_shape(self._own_shape(text))
+                    add_shape(self.own_shape(text))
                     add_nums([])
                     break
             else:
                 add_shape(shape)
                 add_nums(nums)
         return shapes_out, nums_out
+
+    def templates_of(self, texts: list[str]) -> tuple[list[str], list[int], bool] | None:
+        """``(template per text, every text's register numbers in text order, whether one exceeds a
+        one-register GPR slot's cap)``, from one pass over all the texts; None when a text contains a
+        hole character or a newline (then take them one by one). With a text's template, look its shape up
+        in :attr:`template_shapes`, else call :meth:`shape_for`; its numbers are the next ``nslots``, each
+        within the slot's cap (``tight``, or ``all_caps`` when big) or the text needs :meth:`own_shape`."""
+        joined = "\n".join(texts)
+        if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
+            return None
+        parts = _TOK.split(_HEX.sub(_HEX_HOLE, _LAB.sub(_LAB_HOLE, joined)))
+        nums_all = list(map(_INTS.__getitem__, parts[2::3]))
+        parts[2::3] = [_HOLE] * len(nums_all)
+        big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
+        return "".join(parts).split("\n"), nums_all, big
+
+    def shape_for(self, text: str, template: str, pos: int) -> tuple[Shape, int]:
+        """For a template not in :attr:`template_shapes` (or known to have no shape): ``(its shape, pos)``
+        when scanning ``text`` gives it one, else ``(text's own shape, pos`` past the template's
+        numbers``)``."""
+        shape = self.template_shapes.get(template, _MISSING)
+        if shape is _MISSING:
+            shape = self._new_shape(text, template)
+        if shape is None:
+            return self.own_shape(text), pos + template.count(_HOLE)
+        return shape, pos
 
     def _new_shape(self, text: str, template: str) -> Shape | None:
         """The shape of ``template`` scanned from ``text``; None if the template has none. A text with a
@@ -268,12 +289,12 @@ class Semantics:
             nums = [int(t) for _p, t, is_reg in tokens if is_reg]
             if any(n > cap for n, cap in zip(nums, shape.caps, strict=True)):
                 return None
-        if len(self._shapes) >= _CACHE_MAX:
-            self._shapes.clear()
-        self._shapes[template] = shape
+        if len(self.template_shapes) >= _CACHE_MAX:
+            self.template_shapes.clear()
+        self.template_shapes[template] = shape
         return shape
 
-    def _own_shape(self, text: str) -> Shape:
+    def own_shape(self, text: str) -> Shape:
         """The shape of one text on its own (no holes)."""
         shape = self._own.get(text)
         if shape is None:
