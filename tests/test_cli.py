@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import SHARED_CORPUS
 
 from sass_lsp.cli import DEMO_CUBIN
 
@@ -90,8 +91,9 @@ def test_suggest_json_edits_reparse_hazard_free(tmp_path: Path) -> None:
     from sass_lsp.cuasm import parse_cuasm
     from sass_lsp.schedule.search import apply_edits
 
+    # gelu_bias: a kernel the bundled policy improves (on triton_add it now predicts no gain)
     cuasm = tmp_path / "k.cuasm"
-    assert run_cli("disasm", str(DEMO_CUBIN), "-o", str(cuasm)).returncode == 0
+    assert run_cli("disasm", str(SHARED_CORPUS / "gelu_bias.cubin"), "-o", str(cuasm)).returncode == 0
     proc = run_cli("suggest", str(cuasm), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
