@@ -67,8 +67,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     else:
         print("Predicted by the static cost model and hazard-free by the checker, but NOT verified: in the")
         print(
-            "latest H200 check 1 of 35 random legal reorderings still gave wrong results. Verify with"
-            " `sass-lsp bench` first."
+            "H200 checks 1 of 27 random legal reorderings still gave wrong results (0 of 20 after that"
+            " fix). Verify with `sass-lsp bench` first."
         )
     for i, s in enumerate(found, 1):
         print(f"{i}. {s.title}  [{s.kernel}: {s.cost_before:.0f} -> {s.cost_after:.0f} predicted cycles]")
