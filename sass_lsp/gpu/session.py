@@ -330,6 +330,7 @@ class Session:
         n_blocks = max(1, min(blocks, rounds // 2))
         block_rounds = [rounds // n_blocks + (1 if b < rounds % n_blocks else 0) for b in range(n_blocks)]
         sets: list[dict[int, int]] = []
+        args: list[list[bytes]] = []  # each set's packed parameters (the sets outlive the blocks' modules)
         side = "original"
         result: dict[str, Any] = {"status": "ok", "context_lost": False}
         samples: dict[str, list[float]] = {"original": [], "edit": []}
@@ -354,7 +355,7 @@ class Session:
                                     device.copy(sets[set_idx][idx], sets[0][idx], param.nbytes)
                         device.sync()
                         clocks_before = device.clocks()
-                    args = [pack_args(spec, ptrs) for ptrs in sets]
+                        args = [pack_args(spec, ptrs) for ptrs in sets]
                     if plan is None:
                         plan = self._plan_timing(kernel_of, args, geometry, warmup, target_batch_ms, cache)
                     else:  # a short warm-up of the freshly loaded modules
@@ -406,7 +407,6 @@ class Session:
         except DeviceError as exc:
             if not exc.fatal:
                 self._quietly(lambda: [self._free(ptrs) for ptrs in sets])
-            sets = []
             result.update(self._failure(exc, _side_of(self.phase, side), seed))
             if self.phase.startswith("load"):
                 result["status"] = "load_error"

@@ -638,7 +638,7 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
     # benchmarks/results/reorder_hardware_h200_run7.log).
     for i in idxs:
         f = info[i]
-        if f.mem is not None and f.rsb is None and f.late and not f.never and not f.gmma:
+        if f.mem is not None and f.rsb is None and f.late and not f.gmma:  # (a never-run op has no mem)
             for j in producers:
                 if j > i and info[j].rsb is not None and info[j].queue == f.queue:
                     edges.add(i, j, EDGE_ORDER)

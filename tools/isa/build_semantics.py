@@ -269,9 +269,8 @@ def classify(modules: list[tuple[Path, Module]]) -> dict[str, dict]:
 # alu<->fma register pair ptxas emits is >= 5 cycles apart except VIADD<->IMAD, LOP3/IADD3 -> I2FP -> FSETP,
 # SHF -> F2FP -> PRMT and FSEL/FFMA/FADD -> FCHK, which it places at 4: VIADD issues like IMAD there, I2FP
 # and F2FP like the ALU, and FCHK (variable latency, like MUFU) reads both at 4. The H200 agrees: its
-# calibrated alu<->fma latency is 5 (IADD3->IMAD, IMAD->IADD3),
-# and swaps that left LOP3->IMAD and IMAD->LEA at 4 cycles gave wrong results
-# (benchmarks/results/hazard_hardware_h200_run2.log).
+# calibrated alu<->fma latency is 5 (IADD3->IMAD, IMAD->IADD3), and swaps that left LOP3->IMAD and
+# IMAD->LEA at 4 cycles gave wrong results (benchmarks/results/hazard_hardware_h200_run2.log).
 PIPE_BY_ARCH: dict[str, dict[str, str]] = {
     arch: {"VIADD": "fma", "I2FP": "alu", "F2FP": "alu", "FCHK": "xu"}
     for arch in ("sm_90", "sm_100a", "sm_120")
@@ -366,7 +365,7 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
     dist: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     bar_gaps: list[int] = []
     sb_gaps: list[int] = []
-    uwar_gaps: list[int] = []
+    uwar_gaps: list[tuple[str, int]] = []  # (writer's pipe, cycles)
     followers: set[str] = set()
 
     def observe(nd, kind, p, info):  # noqa: ANN001
