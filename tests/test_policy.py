@@ -271,3 +271,27 @@ def test_suggest_time_budget_bounds_the_search():
     quick = suggest(text, arch, net=net, max_moves=4, time_budget_s=0.0)
     assert len(calls) == 1  # only the first pass and the first moves it ranks
     assert all(len(s.moves) == 1 for s in quick)
+
+
+def test_policy_candidates_reach_the_gpu_where_the_cost_model_sees_no_gain_and_then_end():
+    """triton_matmul is HGMMA-bound in the static model, so no rollout predicts a gain: the candidates must
+    still come (the GPU judges them), each new, and the stream must end once rollouts bring nothing new —
+    before, it looped forever and `optimize` never spent its budget."""
+    pytest.importorskip("sass_lsp.schedule.game")
+    from sass_lsp.policy.candidates import policy_candidates
+    from sass_lsp.schedule.game import ReorderGame
+
+    torch.manual_seed(0)
+    net = PolicyNet(SMALL).eval()
+    name, arch, text = next(k for k in corpus() if k[0] == "triton_matmul")
+    assert ReorderGame.from_text(text, arch).cost_original > 0
+    first = []
+    for cand in policy_candidates(text, arch, net=net, max_moves=4):
+        first.append(cand)
+        if len(first) == 4:
+            break
+    assert len(first) == 4 and len({c.key for c in first}) == 4
+    assert all(c.moves and c.text != text for c in first)
+    _, _, small = next(k for k in corpus() if k[0] == "triton_add")
+    ended = list(policy_candidates(small, arch, net=net, max_moves=1, max_stale=4))
+    assert len({c.key for c in ended}) == len(ended)

@@ -1,7 +1,8 @@
 """Policy-guided candidates for ``optimize`` and the GPU evaluation: the policy's suggestions first (its
 greedy rollout and top first moves, best predicted first), then endless rollouts sampled from the policy
-at a temperature, each contributing its best-predicted prefix. Every candidate is a hazard-free game
-state.
+at a temperature, each contributing its best-predicted prefix (or, where no prefix is predicted faster,
+the whole rollout). It ends after ``max_stale`` rollouts in a row that add no new candidate, so a screening
+loop never spins on a kernel the policy cannot change. Every candidate is a hazard-free game state.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def policy_candidates(
     max_moves: int = 16,
     temperature: float = 1.0,
     seed: int = 0,
+    max_stale: int = 32,
 ) -> Iterator[Candidate]:
     from sass_lsp.schedule.game import ReorderGame
 
@@ -37,7 +39,9 @@ def policy_candidates(
     game = ReorderGame.from_text(text, arch, kernel=kernel, max_steps=max_moves)
     gen = torch.Generator().manual_seed(seed)
     net.eval()
-    while True:
+    seen: set[str] = set()
+    stale = 0
+    while stale < max_stale:
         obs, _ = game.reset()
         best, best_cost = None, game.cost_original
         done = False
@@ -52,4 +56,15 @@ def policy_candidates(
                 best, best_cost = game.snapshot(), game.cost
         if best is not None:
             game.restore(best)
-            yield game_candidate(game, text, "policy")
+        elif not game.moves:
+            stale += 1
+            continue
+        # no prefix predicted faster: the whole rollout goes to the GPU, since the static model can be
+        # blind where the hardware is not (it sees triton_matmul as HGMMA-bound, so no move changes its cost)
+        cand = game_candidate(game, text, "policy")
+        if cand.key in seen:
+            stale += 1
+            continue
+        seen.add(cand.key)
+        stale = 0
+        yield cand

@@ -217,7 +217,6 @@ def train(
     finally:
         envs.close()
     train_s = time.perf_counter() - t0
-    evaluation = evaluate(net.to("cpu"), kernels, max_steps=max_steps, factory=factory)
     final = history[-1] if history else {}
     card: dict[str, Any] = {
         "model": "sass-lsp reorder policy (PPO)",
@@ -244,12 +243,13 @@ def train(
         "wall_s": round(train_s, 2),
         "sps": round(float(final.get("sps", 0.0)), 2),
         "final_metrics": final,
-        "eval": evaluation,
         "torch": torch.__version__,
         "observation": {"W_MAX": ob.W_MAX, "C_MAX": ob.C_MAX},
     }
     card = _json_safe(card)
+    # weights first: the evaluation below is slow on many kernels, and a run stopped there keeps them
     save_policy(net, out, meta={k: card[k] for k in ("data", "reward", "steps", "wall_s", "final_metrics")})
     card["checkpoint_mb"] = round((out / WEIGHTS).stat().st_size / 2**20, 3)
+    card["eval"] = _json_safe(evaluate(net.to("cpu"), kernels, max_steps=max_steps, factory=factory))
     write_atomic(out / MODEL_CARD, json.dumps(card, indent=2, allow_nan=False) + "\n")
     return {**card, "checkpoint": str(out), "model_card": str(out / MODEL_CARD), "history": history}
