@@ -12,7 +12,12 @@ Methods: ``ptxas`` (the original), ``random`` (random legal moves), ``greedy`` (
 static cost model), ``annealing`` (simulated annealing on measured GPU time), ``policy`` (the policy's
 rollouts).
 
-    python benchmarks/reorder_eval.py --policy policy_models/reorder-v1 --budget 20 --json OUT.json
+    python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json
+
+A run cut short keeps the rows it printed (one JSON line each), so an evaluation can be spread over several
+GPU sessions (``--kernels``/``--methods`` per run) and its table made from their logs:
+
+    python benchmarks/reorder_eval.py --table RUN1.log RUN2.log … [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -79,7 +84,7 @@ def run_method(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v1")
+    ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
     ap.add_argument(
         "--budget", type=float, default=20.0, help="GPU seconds per kernel and method (screening)"
     )
@@ -88,7 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every row (and the raw trials) here")
     ap.add_argument("--log", type=Path, help="JSON-lines log of every GPU measurement")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--table", type=Path, nargs="+", help="only tabulate the rows in these run logs")
     args = ap.parse_args(argv)
+    if args.table:
+        rows = [
+            json.loads(line)
+            for log in args.table
+            for line in log.read_text().splitlines()
+            if line.startswith('{"kernel"')
+        ]
+        return report(rows, args.json, args.budget, wall_seconds=None)
 
     from sass_lsp.policy.model import load_config, load_policy
 
@@ -134,13 +148,16 @@ def main(argv: list[str] | None = None) -> int:
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+    return report(rows, args.json, args.budget, wall_seconds=round(time.time() - t_start, 1))
+
+
+def report(rows: list[dict], json_path: Path | None, budget: float, *, wall_seconds: float | None) -> int:
     summary = summarize(rows)
-    summary["wall_seconds"] = round(time.time() - t_start, 1)
+    if wall_seconds is not None:
+        summary["wall_seconds"] = wall_seconds
     print(format_table(rows, summary))
-    if args.json:
-        args.json.write_text(
-            json.dumps({"rows": rows, "summary": summary, "budget_s": args.budget}, indent=2)
-        )
+    if json_path:
+        json_path.write_text(json.dumps({"rows": rows, "summary": summary, "budget_s": budget}, indent=2))
     return 0
 
 
@@ -160,6 +177,9 @@ def summarize(rows: list[dict]) -> dict:
             "verified": sum(r["verified"] for r in rows if r["method"] == method),
             "kernels": len(sp),
             "wrong_accepted": sum(r["wrong_accepted"] for r in rows if r["method"] == method),
+            "candidates": sum(r["candidates"] for r in rows if r["method"] == method),
+            "rejected": sum(r["rejected"] for r in rows if r["method"] == method),
+            "gpu_seconds": round(sum(r["gpu_seconds"] for r in rows if r["method"] == method), 1),
         }
     return out
 
@@ -170,20 +190,23 @@ def format_table(rows: list[dict], summary: dict) -> str:
         "|---" * 6 + "|",
     ]
     for r in rows:
-        ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if r["ci"] else ""
+        ci = f" [{r['ci'][0]:.4f}, {r['ci'][1]:.4f}]" if r["ci"] else ""
         mark = "" if r["verified"] else " (not verified: kept original)"
         lines.append(
-            f"| {r['kernel']} | {r['origin']} | {r['method']} | {r['speedup']:.3f}{ci}{mark} |"
+            f"| {r['kernel']} | {r['origin']} | {r['method']} | {r['speedup']:.4f}{ci}{mark} |"
             f" {r['gpu_seconds']} | {r['candidates']} ({r['rejected']}) |"
         )
     lines.append("")
-    lines.append("| method | geomean speedup | best | verified kernels | wrong results accepted |")
-    lines.append("|---|---|---|---|---|")
+    lines.append(
+        "| method | geomean speedup | best | verified faster | candidates (rejected) | GPU s"
+        " | wrong results accepted |"
+    )
+    lines.append("|---" * 7 + "|")
     for m, s in summary.items():
         if isinstance(s, dict):
             lines.append(
-                f"| {m} | {s['geomean']:.4f} | {s['best']:.3f} | {s['verified']}/{s['kernels']} |"
-                f" {s['wrong_accepted']} |"
+                f"| {m} | {s['geomean']:.4f} | {s['best']:.4f} | {s['verified']}/{s['kernels']} |"
+                f" {s['candidates']} ({s['rejected']}) | {s['gpu_seconds']} | {s['wrong_accepted']} |"
             )
     return "\n".join(lines)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from sass_lsp.cli import CliError
 
 POLICY_ENV = "SASS_LSP_POLICY"
-DEFAULT_POLICY = Path(__file__).resolve().parents[1] / "policy_models" / "reorder-v1"
+DEFAULT_POLICY = Path(__file__).resolve().parents[1] / "policy_models" / "reorder-v2"
 
 
 def default_policy_path() -> Path:
@@ -67,8 +67,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     else:
         print("Predicted by the static cost model and hazard-free by the checker, but NOT verified: in the")
         print(
-            "H200 checks 1 of 27 random legal reorderings still gave wrong results (0 of 20 after that"
-            " fix). Verify with `sass-lsp bench` first."
+            "H200 checks 1 of 27 random legal reorderings still gave wrong results (0 of 20, then 0 of 167"
+            " candidates, after that fix). Verify with `sass-lsp bench` first."
         )
     for i, s in enumerate(found, 1):
         print(f"{i}. {s.title}  [{s.kernel}: {s.cost_before:.0f} -> {s.cost_after:.0f} predicted cycles]")
@@ -386,7 +386,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     root = Path(__file__).resolve().parents[1]
     p = sub.add_parser(
-        "train", help="train the reorder policy with PPO (reproduces policy_models/reorder-v1)"
+        "train", help="train the reorder policy with PPO (reproduces policy_models/reorder-v2)"
     )
     p.add_argument("--steps", type=int, default=200_000)
     p.add_argument("--envs", type=int, default=max(1, min(16, (os.cpu_count() or 2) - 1)))

@@ -91,7 +91,7 @@ def test_suggest_json_edits_reparse_hazard_free(tmp_path: Path) -> None:
     from sass_lsp.cuasm import parse_cuasm
     from sass_lsp.schedule.search import apply_edits
 
-    # gelu_bias: a kernel the bundled policy improves (on triton_add it now predicts no gain)
+    # gelu_bias: the held-out kernel the bundled policy improves most in the cost model
     cuasm = tmp_path / "k.cuasm"
     assert run_cli("disasm", str(SHARED_CORPUS / "gelu_bias.cubin"), "-o", str(cuasm)).returncode == 0
     proc = run_cli("suggest", str(cuasm), "--format", "json")

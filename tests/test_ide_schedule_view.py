@@ -117,6 +117,6 @@ def test_time_arguments_round_trip() -> None:
 
 
 def test_policy_path(tmp_path: Path) -> None:
-    assert reorder.policy_path(None) == ROOT / "policy_models" / "reorder-v1"
+    assert reorder.policy_path(None) == ROOT / "policy_models" / "reorder-v2"
     assert reorder.policy_path("p/v2", str(tmp_path)) == tmp_path / "p" / "v2"
     assert reorder.policy_path(str(tmp_path / "abs")) == tmp_path / "abs"

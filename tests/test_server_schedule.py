@@ -31,8 +31,8 @@ from sass_lsp.isa.semantics import load_semantics
 ADD = SHARED_CORPUS / "triton_add.cuasm"
 LARGEST = max(SHARED_CORPUS.glob("*.cuasm"), key=lambda p: p.stat().st_size, default=ADD)
 MATMUL = SHARED_CORPUS / "triton_matmul.cuasm"
-SUGGEST_ON = {"reorder-v1": "gelu_bias", "untrained": "gelu_bias"}  # improved by each, and they assemble
-POLICY = ROOT / "policy_models" / "reorder-v1"
+SUGGEST_ON = {"reorder-v2": "gelu_bias", "untrained": "gelu_bias"}  # improved by each, and they assemble
+POLICY = ROOT / "policy_models" / "reorder-v2"
 RECOMPUTE = "Recompute control codes for this basic block"
 
 pytestmark = pytest.mark.skipif(not ADD.exists(), reason="the shared sm_90 corpus is not beside the checkout")
@@ -334,14 +334,14 @@ def policy_modules() -> bool:
     return True
 
 
-@pytest.fixture(params=["untrained", "reorder-v1"])
+@pytest.fixture(params=["untrained", "reorder-v2"])
 def policy(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     """A checkpoint: the shipped one, and an untrained network (seeded random weights, saved and loaded the
     real way) so that the whole path runs before and beside the trained policy. Its suggestions are the real
     search's: every one is hazard-free and lowers the cost model's cycles; only their quality differs."""
     if not policy_modules():
         pytest.skip("needs torch and sass_lsp.policy")
-    if request.param == "reorder-v1":
+    if request.param == "reorder-v2":
         if not POLICY.exists():
             pytest.skip(f"{POLICY} is not trained yet")
         return POLICY
@@ -421,7 +421,7 @@ async def test_suggestions_as_command_and_code_actions_apply_hazard_free(
 
 
 @pytest.mark.asyncio(loop_scope="module")
-@pytest.mark.skipif(not POLICY.exists(), reason="policy_models/reorder-v1 is not trained yet")
+@pytest.mark.skipif(not POLICY.exists(), reason="policy_models/reorder-v2 is not trained yet")
 async def test_suggestion_latency_on_the_largest_corpus_file(client: LanguageClient):
     """Figures, not goals (those live in benchmarks/): the shipped policy on the largest corpus file."""
     if not policy_modules():

@@ -19,7 +19,7 @@ from sass_lsp.ide.index import DocumentIndex
 from sass_lsp.ide.schedule_view import replace_lines
 
 CMD_SUGGEST = "sass-lsp.suggestReorders"
-DEFAULT_POLICY = "policy_models/reorder-v1"
+DEFAULT_POLICY = "policy_models/reorder-v2"
 """The checkpoint used when ``policyModelPath`` is unset, relative to the sass-lsp checkout."""
 TIME_TITLE = "Time this suggestion on the GPU"
 LineEdits = tuple[tuple[int, int, tuple[str, ...]], ...]  # (first, last) 1-based inclusive, new lines
@@ -40,7 +40,7 @@ class SuggestionView:
     @property
     def detail(self) -> str:
         """The cost model's figures and the moves (two suggestions can share a title, never their moves), and
-        a warning: on the H200 a third of random legal reorderings still gave wrong results (README)."""
+        a warning: no reordering is trusted before the GPU has verified it (README "Reordering")."""
         moves = "; ".join(self.moves[:3]) + (f"; +{len(self.moves) - 3} more" if len(self.moves) > 3 else "")
         figures = f"{self.cost_before:,.0f} → {self.cost_after:,.0f} predicted cycles"
         return f"{self.kernel}: {figures} · {moves} · {UNVERIFIED}"
