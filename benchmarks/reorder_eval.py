@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             text = write_cuasm(cubin, source_name=name)
             assert assemble_cuasm(text, source_name=name) == cubin, f"{name}: round trip is not exact"
             arch = module_arch(parse_cuasm(text)[0])
-            measure = GpuMeasure(runner, cubin, spec, name, log_path=args.log)
+            measure = GpuMeasure(runner, cubin, spec, name, log_path=args.log, original_text=text)
             for method in args.methods:
                 t0 = time.time()
                 log = run_method(method, text, arch, spec.kernel, measure, args.budget, net, args.seed)

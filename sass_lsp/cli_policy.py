@@ -139,7 +139,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
         if not hello.ok:
             raise CliError(f"no GPU worker: {hello.error}")
         log_path = job.out_stem.with_suffix(".measurements.jsonl")
-        measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path)
+        measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path, original_text=text)
         result = optimize(cands, measure, job.budget, on_trial=on_trial)
     report = report_dict(result, kernel=spec.label, budget_s=job.budget)
     paths = write_outputs(result, job.out_stem, report)

@@ -6,10 +6,13 @@ original on ``seeds`` fresh input sets in the isolated worker, and only then tim
 budget it reports is GPU seconds: the wall time of the worker requests, not the CPU-side assembly.
 
 Every measurement is appended to a JSON-lines log (schedule key, verdict, speedup and CI, medians, seconds)
-so a learned cost model can later be fitted on them and checked against the GPU (issue #6)."""
+so a learned cost model can later be fitted on them and checked against the GPU (issue #6). Given the
+original's text, each record also carries the candidate as line edits of it (``schedule_edits``), so the log
+alone, with that text, rebuilds every schedule it measured."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
 from dataclasses import dataclass
@@ -23,6 +26,8 @@ from sass_lsp.gpu.spec import LaunchSpec
 from sass_lsp.gpu.stats import bootstrap_ratio_ci, summarize
 from sass_lsp.schedule.search import Measured, schedule_key
 
+LineEdit = tuple[int, int, list[str]]
+
 
 @dataclass
 class GpuMeasure:
@@ -31,6 +36,7 @@ class GpuMeasure:
     spec: LaunchSpec
     kernel_label: str
     log_path: Path | None = None
+    original_text: str | None = None  # the .cuasm the candidates edit: records then carry their edits
     seeds: tuple[int, ...] = (101, 202)  # not the seeds the final confirmation uses
     rounds: int = 12
     target_batch_ms: float = 2.0
@@ -42,18 +48,18 @@ class GpuMeasure:
         try:
             cubin = assemble_cuasm(text, source_name=f"<candidate {key}>")
         except AssembleError as exc:
-            return self._record(key, Measured(key, "asm_error", None), {"error": str(exc)[:300]})
+            return self._record(key, Measured(key, "asm_error", None), {"error": str(exc)[:300]}, text)
         t0 = time.monotonic()
         checked = self.runner.verify(self.original, cubin, self.spec, list(self.seeds))
         status = checked.result.get("status", "error") if checked.ok else checked.kind
         if status != "match":
-            return self._record(key, Measured(key, status, None, seconds=time.monotonic() - t0), {})
+            return self._record(key, Measured(key, status, None, seconds=time.monotonic() - t0), {}, text)
         timed = self.runner.time(
             self.original, cubin, self.spec, rounds=self.rounds, target_batch_ms=self.target_batch_ms
         )
         seconds = time.monotonic() - t0
         if not timed.ok or timed.result.get("status") != "ok":
-            return self._record(key, Measured(key, "timing_error", None, seconds=seconds), {})
+            return self._record(key, Measured(key, "timing_error", None, seconds=seconds), {}, text)
         raw = timed.result
         ci = bootstrap_ratio_ci(
             raw["orig_ms"], raw["edit_ms"], blocks=raw.get("round_blocks"), n_resamples=2000
@@ -63,7 +69,7 @@ class GpuMeasure:
             "edit_ms": summarize(raw["edit_ms"]).median,
             "batch": raw["batch"],
         }
-        return self._record(key, Measured(key, "match", ci.ratio, ci.low, ci.high, seconds), extra)
+        return self._record(key, Measured(key, "match", ci.ratio, ci.low, ci.high, seconds), extra, text)
 
     def confirm(self, text: str, *, seeds: int = 5, rounds: int = 40) -> BenchResult:
         """The full verified bench (fresh seeds 0..seeds-1, more rounds) for the chosen candidate."""
@@ -72,7 +78,9 @@ class GpuMeasure:
         self._log({"kind": "confirm", "key": schedule_key(text), **bench_to_dict(result)})
         return result
 
-    def _record(self, key: str, m: Measured, extra: dict[str, Any]) -> Measured:
+    def _record(self, key: str, m: Measured, extra: dict[str, Any], text: str) -> Measured:
+        if self.original_text is not None:
+            extra = {**extra, "edits": schedule_edits(self.original_text, text)}
         self._log(
             {
                 "kind": "screen",
@@ -95,3 +103,11 @@ class GpuMeasure:
         # One line per write, appended: a crash loses at most the line being written.
         with open(self.log_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, default=str) + "\n")
+
+
+def schedule_edits(original: str, candidate: str) -> list[LineEdit]:
+    """``candidate`` as (first_line, last_line, new_lines) edits of ``original`` (1-based, inclusive; an
+    insertion has last = first - 1): ``search.apply_edits(original, edits) == candidate``."""
+    a, b = original.splitlines(), candidate.splitlines()
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    return [(i1 + 1, i2, b[j1:j2]) for tag, i1, i2, j1, j2 in ops if tag != "equal"]

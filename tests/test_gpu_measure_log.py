@@ -1,0 +1,43 @@
+"""The GPU measurement log rebuilds every schedule it measured: ``schedule_edits`` against the original
+text (a property test), and ``optimize``'s log on the fake GPU backend, record by record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sass_lsp.cuasm import write_cuasm
+from sass_lsp.gpu.measure import schedule_edits
+from sass_lsp.schedule.search import apply_edits, schedule_key
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "sass_lsp" / "examples"
+lines = st.lists(st.sampled_from(["a", "b", "c", "d", ""]), max_size=30)
+
+
+@given(lines, lines)
+def test_schedule_edits_rebuild_the_candidate(a: list[str], b: list[str]) -> None:
+    original, candidate = "\n".join(a) + "\n", "\n".join(b) + "\n"
+    assert apply_edits(original, schedule_edits(original, candidate)) == candidate
+
+
+def test_optimize_log_rebuilds_each_measured_schedule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("torch")
+    from sass_lsp.cli_policy import OptimizeJob, optimize_one
+
+    monkeypatch.setenv("SASS_LSP_GPU_BACKEND", "fake")  # rejects every real cubin after assembling it
+    text = write_cuasm((EXAMPLES / "triton_add.cubin").read_bytes(), source_name="triton_add.cubin")
+    (tmp_path / "k.cuasm").write_text(text)
+    (tmp_path / "k.launch.toml").write_text((EXAMPLES / "triton_add.launch.toml").read_text())
+    job = OptimizeJob(tmp_path / "k.cuasm", tmp_path / "k.launch.toml", 0.005, tmp_path / "k.opt", None, 0)
+    summary = optimize_one(job)
+    log = job.out_stem.with_suffix(".measurements.jsonl")
+    records = [json.loads(x) for x in log.read_text().splitlines()]
+    screened = [r for r in records if r["kind"] == "screen"]
+    assert len(screened) == summary["n_candidates"] > 0
+    for r in screened:
+        assert r["edits"], r  # a candidate is never the original
+        assert schedule_key(apply_edits(text, r["edits"])) == r["key"]
