@@ -78,8 +78,10 @@ def suggest(
     obs, _ = game.reset()
     cost0 = float(game.cost_original)
     net.eval()
+    t_forward = time.perf_counter()
     with torch.inference_mode():
         logits, _ = net(collate([compact(obs)]))
+    t_forward = time.perf_counter() - t_forward
     cand_logits = logits[0, : ob.C_MAX]
     n_legal = int(torch.isfinite(cand_logits).sum())
     n_first = min(n_legal, branches if branches is not None else top + 1)
@@ -88,15 +90,17 @@ def suggest(
     first_moves = torch.topk(cand_logits, n_first).indices.tolist()
 
     live: list[_Branch] = []
+    t_moves = time.perf_counter()
     for row in first_moves:
         g = game.clone()
         o, _r, term, trunc, _info = g.step(row)
         live.append(_Branch(g, o, alive=not (term or trunc)))
         live[-1].record()
+    t_moves = (time.perf_counter() - t_moves) / len(live)
     # Greedy continuations in lock step: one batched forward per step for all live branches. Under a time
     # budget, when a whole step no longer fits, only the best-ranked live branch (the policy's greedy
     # rollout first) goes on, while one branch's share of the last step still fits.
-    per_branch = 0.0  # seconds per branch in the last step
+    per_branch = t_forward + t_moves  # seconds per branch in the last step (before any: the first pass's)
     while True:
         todo = [br for br in live if br.alive]
         now = time.perf_counter()

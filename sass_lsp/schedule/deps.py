@@ -59,12 +59,17 @@ uniform register and its next write), ``entry_bounds``, ``exit_bounds``.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import math
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from sass_lsp.analysis.hazards import Checker, Event, State
 from sass_lsp.analysis.program import Kernel, Node
@@ -72,6 +77,7 @@ from sass_lsp.isa.semantics import UNIT_BASE, ZERO_INDEX, Semantics, unit_kind
 from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDGE_WAR, EDGE_WAW
 
 MAX_STALL = 15  # 4-bit stall field
+_NONE: frozenset[int] = frozenset()
 # A fixed-latency RAW pair that a move brings closer than ptxas placed it keeps at least this many cycles
 # (never more than ptxas's own distance, so the ptxas order repairs to itself). The latency table's rows are
 # minimums of ptxas's distances per pipe class; on the H200 pairs placed at those minimums but with other
@@ -140,23 +146,53 @@ class BlockDeps:
     fixed: frozenset[int]
     glued: frozenset[int] = frozenset()
     barriers: frozenset[int] = frozenset()  # fixed nodes nothing crosses (incl. the block's last instruction)
-    _preds: dict[int, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
-    _succs: dict[int, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        preds: dict[int, set[int]] = {}
-        succs: dict[int, set[int]] = {}
-        for i, j in self.edges:
-            preds.setdefault(j, set()).add(i)
-            succs.setdefault(i, set()).add(j)
-        self._preds.update((j, frozenset(s)) for j, s in preds.items())
-        self._succs.update((i, frozenset(s)) for i, s in succs.items())
+    # The neighbour index, built on the first query (a game asks only about its window's nodes): small
+    # blocks get dicts of frozensets; large ones (tens of thousands of edges) edge arrays sorted by each
+    # end, sliced per node on demand.
+    _index: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def preds(self, j: int) -> frozenset[int]:
-        return self._preds.get(j, frozenset())
+        return self._neighbours("preds", 1, j)
 
     def succs(self, i: int) -> frozenset[int]:
-        return self._succs.get(i, frozenset())
+        return self._neighbours("succs", 0, i)
+
+    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``edges`` as arrays: from nodes, to nodes (int64) and EDGE bits (uint8), in ``edges`` order."""
+        hit = self._index.get("arrays")
+        if hit is None:
+            n = len(self.edges)
+            pairs = np.fromiter(itertools.chain.from_iterable(self.edges), np.int64, 2 * n).reshape(n, 2)
+            bits = np.fromiter(self.edges.values(), np.uint8, n)
+            hit = self._index["arrays"] = (pairs[:, 0].copy(), pairs[:, 1].copy(), bits)
+        return hit
+
+    def _neighbours(self, name: str, key_col: int, node: int) -> frozenset[int]:
+        if not self.edges:
+            return _NONE
+        index = self._index.get(name)
+        if index is None:
+            index = self._index[name] = self._neighbour_index(key_col)
+        if isinstance(index, dict):
+            return index.get(node, _NONE)
+        keys, vals, memo = index
+        hit = memo.get(node)
+        if hit is None:
+            a, b = np.searchsorted(keys, (node, node + 1))
+            hit = memo[node] = frozenset(vals[a:b].tolist())
+        return hit
+
+    def _neighbour_index(self, key_col: int) -> Any:
+        """``key -> frozenset`` of the other ends (small), or (sorted keys, other ends, memo) (large)."""
+        if len(self.edges) < 2048:
+            out: dict[int, set[int]] = {}
+            for pair in self.edges:
+                out.setdefault(pair[key_col], set()).add(pair[1 - key_col])
+            return {k: frozenset(v) for k, v in out.items()}
+        ends = self.edge_arrays()[:2]
+        keys, vals = ends[key_col], ends[1 - key_col]
+        order = np.argsort(keys, kind="stable")
+        return keys[order], vals[order], {}
 
 
 def block_deps(k: Kernel, block: int, sem: Semantics) -> BlockDeps:
@@ -532,6 +568,13 @@ class _Edges:
             key = (i, j) if i < j else (j, i)
             self.bits[key] = self.bits.get(key, 0) | bit
 
+    def add_before(self, sources: Iterable[int], j: int, bit: int) -> None:
+        """``add(i, j, bit)`` for each source ``i < j``, without a call per edge (blocks of thousands)."""
+        bits = self.bits
+        for i in sources:
+            key = (i, j)
+            bits[key] = bits.get(key, 0) | bit
+
 
 def _is_barrier(f: NodeFacts, nd: Node) -> bool:
     return f.opcode in _BARRIERS or f.pipe == "unknown" or bool(_POSITIONAL.search(nd.text))
@@ -563,7 +606,8 @@ def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
         if _is_barrier(f, k.nodes[j]):
             fixed.add(j)
             barriers.add(j)
-            for i in idxs:
+            edges.add_before(range(b.start, j), j, EDGE_ORDER)
+            for i in range(j + 1, b.end):
                 edges.add(i, j, EDGE_ORDER)
     _scoreboard_edges(ctx, facts, edges)
     _gmma_edges(ctx, facts, edges)
@@ -598,7 +642,8 @@ def _register_edges(facts: BlockFacts, edges: _Edges) -> None:
 
 
 def _memory_edges(facts: BlockFacts, edges: _Edges, fixed: set[int]) -> None:
-    ops: list[tuple[int, int, int, bool]] = []  # (node, read spaces, written spaces, fence)
+    # Earlier accesses grouped by (read spaces, written spaces, fence): one test per group, not per access.
+    groups: dict[tuple[int, int, bool], list[int]] = {}
     for j in range(facts.start, facts.end):
         f = facts.info[j]
         fence = f.opcode in _FENCES or f.gmma
@@ -606,10 +651,10 @@ def _memory_edges(facts: BlockFacts, edges: _Edges, fixed: set[int]) -> None:
             fixed.add(j)
         if f.mem is not None or fence:
             r, w = f.mem or (0, 0)
-            for i, ri, wi, fi in ops:
+            for (ri, wi, fi), nodes in groups.items():
                 if fence or fi or wi & (r | w) or ri & w:
-                    edges.add(i, j, EDGE_MEMORY)
-            ops.append((j, r, w, fence))
+                    edges.add_before(nodes, j, EDGE_MEMORY)
+            groups.setdefault((r, w, fence), []).append(j)
 
 
 def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> None:
@@ -636,12 +681,16 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
     # that one. It stays before every later R-scoreboard op of its queue (on the H200 an LDG sunk below two
     # `R0` LDGs read R41 after the FFMA that waited on SB0 rewrote it: a fault,
     # benchmarks/results/reorder_hardware_h200_run7.log).
+    read_sb_ops: dict[str, list[int]] = {}  # queue -> its producers with an R scoreboard, in order
+    for j in producers:
+        if info[j].rsb is not None:
+            read_sb_ops.setdefault(info[j].queue, []).append(j)
     for i in idxs:
         f = info[i]
         if f.mem is not None and f.rsb is None and f.late and not f.gmma:  # (a never-run op has no mem)
-            for j in producers:
-                if j > i and info[j].rsb is not None and info[j].queue == f.queue:
-                    edges.add(i, j, EDGE_ORDER)
+            later = read_sb_ops.get(f.queue, ())
+            for j in later[bisect.bisect_right(later, i) :]:
+                edges.add(i, j, EDGE_ORDER)
     # DEPBAR.LE SBn, k > 0 (here or in a successor) counts the youngest k: keep their order.
     for sb in range(6):
         if ctx.keep_sbs >> sb & 1:

@@ -91,11 +91,17 @@ def block_runs(window: Sequence[int], deps: Mapping[int, BlockDeps]) -> list[tup
 # ------------------------------------------------------------------------------------------ moves
 
 
-def legal_ranges(order: Sequence[int], deps: BlockDeps) -> list[tuple[int, int]]:
-    """``(lo, hi)`` legal target positions (inclusive) of each position of one block's ``order``."""
+def legal_ranges(
+    order: Sequence[int], deps: BlockDeps, span: tuple[int, int] | None = None
+) -> list[tuple[int, int]]:
+    """``(lo, hi)`` legal target positions (inclusive) of each position of one block's ``order``.
+
+    ``span`` (first, last position): only those are asked; the others get ``(pos, pos)``, for a window that
+    holds part of a long block (``moves_of`` reads only the window's part)."""
+    first, last = span or (0, len(order) - 1)
     out = []
     for pos, node in enumerate(order):
-        if node in deps.fixed:
+        if node in deps.fixed or not first <= pos <= last:
             out.append((pos, pos))
         else:
             rng = legal_targets(order, pos, deps)
@@ -104,16 +110,26 @@ def legal_ranges(order: Sequence[int], deps: BlockDeps) -> list[tuple[int, int]]
 
 
 def moved_ranges(
-    order: Sequence[int], old: Sequence[tuple[int, int]], pos: int, to: int, deps: BlockDeps
+    order: Sequence[int],
+    old: Sequence[tuple[int, int]],
+    pos: int,
+    to: int,
+    deps: BlockDeps,
+    span: tuple[int, int] | None = None,
 ) -> list[tuple[int, int]]:
-    """:func:`legal_ranges` of ``order`` = ``move(old order, pos, to)``, from the old order's ranges ``old``.
+    """:func:`legal_ranges` of ``order`` = ``move(old order, pos, to)``, from the old order's ranges ``old``
+    (both over ``span``; ``pos`` and ``to`` inside it).
 
     Only positions whose legality scan can reach the shifted span ``[min(pos, to), max(pos, to)]`` are asked
     again (a scan looks at the instructions between a position and its limits, plus two more beyond the
     limits as margin: ``legal_targets`` checks one beyond for glued nodes); the others keep their range."""
     a, b = min(pos, to), max(pos, to)
+    first, last = span or (0, len(order) - 1)
     out = []
     for q, node in enumerate(order):
+        if not first <= q <= last:
+            out.append((q, q))
+            continue
         if q < a:
             lo, hi = old[q]
             stale = hi + 3 >= a
@@ -411,10 +427,12 @@ def _edge_arrays(deps: Mapping[int, BlockDeps]) -> tuple[np.ndarray, np.ndarray,
     if hit is None or any(a is not b for a, b in zip(hit[0], ds, strict=True)):
         if len(_EDGE_ARRAYS) > 256:
             _EDGE_ARRAYS.clear()
-        pairs = [ij for d in ds for ij in d.edges]
-        ij = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-        bits = np.array([v for d in ds for v in d.edges.values()], dtype=np.uint8)
-        hit = _EDGE_ARRAYS[key] = (ds, ij[:, 0].copy(), ij[:, 1].copy(), bits)
+        arrays = [d.edge_arrays() for d in ds]
+        ii, jj, bits = (
+            np.concatenate([a[c] for a in arrays]) if arrays else np.zeros(0, dtype)
+            for c, dtype in ((0, np.int64), (1, np.int64), (2, np.uint8))
+        )
+        hit = _EDGE_ARRAYS[key] = (ds, ii, jj, bits)
     return hit[1], hit[2], hit[3]
 
 

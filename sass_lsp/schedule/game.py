@@ -192,10 +192,11 @@ class ReorderGame(gym.Env):
             if len(self._moves_cache) > 4096:
                 self._moves_cache.clear()
             old = self._moves_cache.get((b, parent[0])) if parent is not None else None
+            span = (off, off + e - s - 1)  # the run's part of the block: the only moves it offers
             if old is not None:
-                ranges = moved_ranges(order, old[0], parent[1], parent[2], self.deps[b])  # type: ignore[index]
+                ranges = moved_ranges(order, old[0], parent[1], parent[2], self.deps[b], span)  # type: ignore[index]
             else:
-                ranges = legal_ranges(order, self.deps[b])
+                ranges = legal_ranges(order, self.deps[b], span)
             hit = self._moves_cache[key] = (ranges, moves_of(ranges, s, off, e - s))
         return hit[1]
 
