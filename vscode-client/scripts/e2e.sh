@@ -11,8 +11,8 @@
 #   SASS_LSP_PYTHON  Python with sass_lsp + pygls installed (default: ../.venv/bin/python, then python3)
 #   E2E_CUASM        the .cuasm file to open (default: triton_add.cuasm of the shared corpus if present,
 #                    else the disassembly of sass_lsp/examples/triton_add.cubin)
-#   E2E_SUGGEST_CUASM  the .cuasm "Suggest reorders" runs on (default: the shared corpus's mm_f16_64x64x32.cuasm,
-#                    a kernel with a hot loop that policy_models/reorder-v2 improves; else kernel.cuasm)
+#   E2E_SUGGEST_CUASM  the .cuasm "Suggest reorders" runs on (default: the shared corpus's gelu_bias.cuasm,
+#                    which policy_models/reorder-v2 improves in the cost model; else kernel.cuasm)
 #   SASS_LSP_SHARED  where the shared corpus lives (default: ../shared beside the checkout, as tests/paths.py)
 #   E2E_PORT         code-server port on 127.0.0.1 (default 8765)
 #   E2E_CACHE        where code-server is installed, kept between runs (default: ~/.cache/sass-lsp-e2e)
