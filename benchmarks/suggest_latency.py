@@ -5,9 +5,14 @@ Kernels: ``benchmarks/kernels/fma_2k.cu`` (compiled here with nvcc for sm_90: 2,
 straight-line block) and the sm_90 corpus kernels. What is timed is ``policy.suggest`` with the bundled
 policy, as the editor's code actions and the CLI call it (its default 0.2 s search budget):
 
-- new text: the first request for a text (the editor after an edit): parse, dependences, cost model and
-  the search; each sample gets a text no earlier call has seen (a comment line appended);
+- first: the first request for the kernel in this process (no instruction text of it seen before): parse,
+  dependences, cost model and the search;
+- after an edit: a text no earlier call has seen (a comment line appended) whose instructions were seen
+  before, as after a user's edit (per-instruction-text caches hit, nothing keyed on the whole text does);
 - same text: the request repeated (cursor moves): the game for the text is cached, only the search runs.
+
+``suggest`` spends at most its time budget (0.2 s from the call's start) searching, so a kernel where the
+search has work takes about that long; what exceeds it is the build, the first pass and the last step.
 
 The policy's load (once per process) is printed on its own. Medians and minima of ``--repeat`` samples.
 
@@ -62,11 +67,16 @@ def main() -> int:
         f"policy load {1e3 * (time.perf_counter() - t0):.0f} ms; torch threads {torch.get_num_threads()};"
         f" load average {os.getloadavg()[0]:.2f}"
     )
-    print(f"{'kernel':18} {'instr':>6} {'new text ms (min/med)':>22} {'same text ms (min/med)':>23} found")
+    print(
+        f"{'kernel':18} {'instr':>6} {'first ms':>9} {'after an edit (min/med)':>24} {'same text':>14} found"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in kernels(Path(tmp)):
             arch = module_arch(parse_cuasm(text)[0])
-            new, same, found = [], [], 0
+            t = time.perf_counter()
+            found = len(suggest(text, arch, net=net))
+            first = time.perf_counter() - t
+            new, same = [], []
             for i in range(args.repeat):
                 fresh = f"{text}// sample {i}\n"
                 t = time.perf_counter()
@@ -75,9 +85,12 @@ def main() -> int:
                 t = time.perf_counter()
                 suggest(fresh, arch, net=net)
                 same.append(time.perf_counter() - t)
+            ms = [
+                1e3 * x for x in (first, min(new), statistics.median(new), min(same), statistics.median(same))
+            ]
             print(
-                f"{name:18} {n_instructions(text):6} {1e3 * min(new):10.0f} /{1e3 * statistics.median(new):5.0f}"
-                f" {1e3 * min(same):12.0f} /{1e3 * statistics.median(same):5.0f} {found:5}"
+                f"{name:18} {n_instructions(text):6} {ms[0]:9.0f} {ms[1]:14.0f} /{ms[2]:5.0f}"
+                f" {ms[3]:8.0f} /{ms[4]:4.0f} {found:5}"
             )
     return 0
 
