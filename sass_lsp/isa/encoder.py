@@ -503,58 +503,39 @@ class _Linear:
 
 
 class _Field:
-    """One value field's contribution to the word, per byte of the value: the byte's eight bit contributions
-    are XORed for the first few values seen, then a 256-entry table is built (big kernels see most values)."""
+    """One value field's contribution to the word, per 4-bit nibble of the value: a nibble's 16 values are
+    tabulated from its four bit contributions when a value first uses it (the word is linear in the bits)."""
 
-    __slots__ = ("linear", "prefix", "bits", "tables", "n_computed", "mask", "unseen_mask", "slot_words")
+    __slots__ = ("linear", "mask", "prefix", "slot_words", "tables", "unseen_mask")
 
     def __init__(self, linear: _Linear, prefix: str, width: int) -> None:
         self.linear, self.prefix = linear, prefix
-        n_chunks = (width + 7) // 8
-        self.bits: list[list[int] | None] = [None] * n_chunks  # contribution of each bit of a byte
-        self.tables: list[list[int] | None] = [None] * n_chunks
-        self.n_computed = [0] * n_chunks
+        self.tables: list[list[int] | None] = [None] * ((width + 3) // 4)
         self.mask = (1 << width) - 1
-        self.unseen_mask = 0  # over the bytes whose bits are known so far
+        self.unseen_mask = 0  # over the nibbles tabulated so far
         self.slot_words: dict[int, dict[str, int]] = {}  # per slot conversion: slot text -> contribution
 
-    def _bits(self, chunk: int) -> list[int]:
-        bits = []
-        for k in range(8 * chunk, min(8 * chunk + 8, self.mask.bit_length())):
+    def _table(self, nibble: int) -> list[int]:
+        table = [0]
+        for k in range(4 * nibble, min(4 * nibble + 4, self.mask.bit_length())):
             name = f"{self.prefix}{k}"
-            bits.append(self.linear.contribution(name) & ~CONTROL_MASK)
+            contribution = self.linear.contribution(name) & ~CONTROL_MASK
+            table += [word ^ contribution for word in table]
             if self.linear.unseen(name):
                 self.unseen_mask |= 1 << k
-        self.bits[chunk] = bits
-        return bits
-
-    def _part(self, chunk: int, byte: int) -> int:
-        bits = self.bits[chunk] or self._bits(chunk)
-        self.n_computed[chunk] += 1
-        if self.n_computed[chunk] < _TABLE_AFTER:
-            part = 0
-            for k, contribution in enumerate(bits):
-                if byte >> k & 1:
-                    part ^= contribution
-            return part
-        table = [0]
-        for contribution in bits:
-            table += [word ^ contribution for word in table]
-        table += [0] * (256 - len(table))  # a narrow field's value never reaches these
-        self.tables[chunk] = table
-        return table[byte]
+        table += [0] * (16 - len(table))  # a narrow field's value never reaches these
+        self.tables[nibble] = table
+        return table
 
     def word(self, value: int) -> int:
         """The contribution of ``value`` (already masked to the field); also completes ``unseen_mask``
-        for the bytes of ``value``."""
-        word, chunk = 0, 0
+        for the nibbles of ``value``."""
+        word, nibble = 0, 0
         while value:
-            byte = value & 0xFF
-            if byte:
-                table = self.tables[chunk]
-                word ^= table[byte] if table is not None else self._part(chunk, byte)
-            value >>= 8
-            chunk += 1
+            if value & 0xF:
+                word ^= (self.tables[nibble] or self._table(nibble))[value & 0xF]
+            value >>= 4
+            nibble += 1
         return word
 
     def unseen(self, value: int) -> list[str]:
@@ -562,7 +543,6 @@ class _Field:
         return [f"{self.prefix}{k}" for k in range(value.bit_length()) if value >> k & 1]
 
 
-_TABLE_AFTER = 16  # values of one byte position computed bit by bit before its table is built
 # slot conversions of a plan step
 _REG, _HEX, _NEG_HEX, _FLOAT, _NEG_FLOAT, _LABEL = range(6)
 
