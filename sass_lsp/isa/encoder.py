@@ -236,8 +236,9 @@ class Encoder:
 
     def _encode_full(
         self, text: str, pc: int, labels: Mapping[str, int] | None, context: Context | None = None
-    ) -> tuple[Encoded, Instruction, FeatureSet]:
-        """Parse, extract features and predict: the reference path (compiled plans are checked against it)."""
+    ) -> tuple[Encoded, Instruction, FeatureSet, _Models]:
+        """Parse, extract features and predict: the reference path (compiled plans are checked against it);
+        also the parse, the features and the (general, specific) models, for compiling the shape."""
         labels = dict(labels or {})
         try:
             ins = parse_instruction(text)
@@ -257,9 +258,10 @@ class Encoder:
             fs = instruction_features(dataclasses.replace(ins, operands=tuple(ops)), pc=pc, labels=labels)
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
-        word, form, hidden, unseen = self._predict(ins, fs)
-        word, hidden = apply_context(word, hidden, self._context_fields(*self._select(ins, fs)), context)
-        return Encoded(word & ~CONTROL_MASK, relocs, form, hidden, unseen), ins, fs
+        models = self._select(ins, fs)
+        word, form, hidden, unseen = self._predict(fs, *models)
+        word, hidden = apply_context(word, hidden, self._context_fields(*models), context)
+        return Encoded(word & ~CONTROL_MASK, relocs, form, hidden, unseen), ins, fs, models
 
     def _encode_first(
         self,
@@ -274,11 +276,11 @@ class Encoder:
         if len(self._plans) >= _MAX_MEMO:  # a long editing session types many shapes: start over
             self._plans.clear()
         try:
-            result, ins, fs = self._encode_full(text, pc, labels, context)
+            result, ins, fs, (gen, spec) = self._encode_full(text, pc, labels, context)
         except EncodeError:
             self._plans[key] = None
             raise
-        plan = self._compile(ins, fs, parts)
+        plan = self._compile(ins, fs, parts, gen, spec)
         try:
             if plan is not None and plan.encode(parts[1::2], pc, labels, context) != result:
                 plan = None
@@ -287,12 +289,18 @@ class Encoder:
         self._plans[key] = plan
         return result
 
-    def _compile(self, ins: Instruction, fs: FeatureSet, parts: list[str]) -> _Plan | None:
+    def _compile(
+        self,
+        ins: Instruction,
+        fs: FeatureSet,
+        parts: list[str],
+        gen: FormModel | None,
+        spec: FormModel | None,
+    ) -> _Plan | None:
         found = slot_roles(parts, ins)
         if found is None:
             return None
         guard, roles = found
-        gen, spec = self._select(ins, fs)
         non_mod = tuple(t for t in fs.tokens if t not in fs.mod_tokens)
         if spec is None:
             assert gen is not None
@@ -375,10 +383,12 @@ class Encoder:
                 unseen.append(f)
         return word, tuple(unseen)
 
-    def _predict(self, ins: Instruction, fs: FeatureSet) -> tuple[int, str, int, tuple[str, ...]]:
-        """General model for bits it explains linearly; the exact-modifier model for the rest."""
+    def _predict(
+        self, fs: FeatureSet, gen: FormModel | None, spec: FormModel | None
+    ) -> tuple[int, str, int, tuple[str, ...]]:
+        """General model for bits it explains linearly; the exact-modifier model for the rest (the models
+        that :meth:`_select` chose)."""
         non_mod = tuple(t for t in fs.tokens if t not in fs.mod_tokens)
-        gen, spec = self._select(ins, fs)
         if spec is None:
             assert gen is not None
             word, unseen = self._feats(gen, fs.bits + fs.tokens)
@@ -657,6 +667,7 @@ def apply_context(
     return word, hidden
 
 
+_Models = tuple[FormModel | None, FormModel | None]  # (general, specific), as _select chooses
 _NOT_YET = object()  # marks a shape not compiled yet
 _MAX_MEMO = 1 << 18  # texts (slot texts per field) remembered before a memo starts over (stops growing)
 _NO_MEMO: dict[str, int] = {}  # branch targets: never filled (they depend on pc and labels)
