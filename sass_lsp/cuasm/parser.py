@@ -119,11 +119,12 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     for lineno, raw in enumerate(text.splitlines(), 1):
         if section is not None:
             plain = spaced_match(raw)  # the writer's instruction line (_PLAIN_RE): the fast path
-            if plain is None or '"' in plain.group(2):
+            if plain is None or '"' in plain[2]:
                 plain = plain_match(raw)
             if plain is not None:
-                ctrl, code = plain.group(1, 2)
-                section.items.append(Instruction(ctrl, code, lineno, plain.start(1) + 1, plain.start(2) + 1))
+                section.items.append(
+                    Instruction(plain[1], plain[2], lineno, plain.start(1) + 1, plain.start(2) + 1)
+                )
                 continue
         if "SYMBOLS" in raw and _SYMBOLS_RE.match(raw):
             in_trailer = True
