@@ -454,8 +454,9 @@ class _Assembler:
             instrs = sec.block.instructions
             if not instrs:
                 continue
-            operands = "\n".join(ins.text.split(None, 1)[-1] for ins in instrs)  # one scan, same matches
-            regs = set(_REG_RE.findall(operands))  # few distinct numbers: convert each once
+            # one scan of the whole texts: no opcode or modifier of any table looks like R<n> (and an
+            # unknown one fails the assembly), so only operands match
+            regs = set(_REG_RE.findall("\n".join([ins.text for ins in instrs])))  # convert each number once
             count = max(map(int, regs)) + 1 + 2 if regs else 0
             for idx, sym in enumerate(self.symbols):
                 if sym.shndx == sec.idx and sym.type == 2:

@@ -40,6 +40,10 @@ _PLAIN_HEAD_RE = re.compile(
 )
 # ... and the text: no '/' or '"', no whitespace at either end (trailing spaces and tabs are dropped)
 _PLAIN_RE = re.compile(_PLAIN_HEAD_RE.pattern + r'([^/"\s](?:[^/"]*[^/"\s])?)[ \t]*$')
+# _PLAIN_RE for the writer's lines, whose blanks are spaces: single-character repeats scan in the regex
+# engine's tight loops, where classes ([ \t], [^/"]) test each character. Where it matches and the text holds
+# no '"', _PLAIN_RE matches with the same groups; elsewhere _PLAIN_RE decides.
+_SPACED_RE = re.compile(_PLAIN_HEAD_RE.pattern.replace("[ \\t]", " ") + r'([^/"\s](?:[^/]*[^/"\s])?) *$')
 
 
 _COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"?|//.*|/\*.*?(?:\*/|$)')
@@ -111,13 +115,16 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     section: SectionBlock | None = None
     segment: SegmentBlock | None = None
     in_trailer = False
-    plain_match = _PLAIN_RE.match
+    spaced_match, plain_match = _SPACED_RE.match, _PLAIN_RE.match
     for lineno, raw in enumerate(text.splitlines(), 1):
         if section is not None:
-            plain = plain_match(raw)  # the writer's instruction line (_PLAIN_RE): the fast path
+            plain = spaced_match(raw)  # the writer's instruction line (_PLAIN_RE): the fast path
+            if plain is None or '"' in plain[2]:
+                plain = plain_match(raw)
             if plain is not None:
-                ctrl, code = plain.group(1, 2)
-                section.items.append(Instruction(ctrl, code, lineno, plain.start(1) + 1, plain.start(2) + 1))
+                section.items.append(
+                    Instruction(plain[1], plain[2], lineno, plain.start(1) + 1, plain.start(2) + 1)
+                )
                 continue
         if "SYMBOLS" in raw and _SYMBOLS_RE.match(raw):
             in_trailer = True

@@ -236,8 +236,9 @@ class Encoder:
 
     def _encode_full(
         self, text: str, pc: int, labels: Mapping[str, int] | None, context: Context | None = None
-    ) -> tuple[Encoded, Instruction, FeatureSet]:
-        """Parse, extract features and predict: the reference path (compiled plans are checked against it)."""
+    ) -> tuple[Encoded, Instruction, FeatureSet, _Models]:
+        """Parse, extract features and predict: the reference path (compiled plans are checked against it);
+        also the parse, the features and the (general, specific) models, for compiling the shape."""
         labels = dict(labels or {})
         try:
             ins = parse_instruction(text)
@@ -257,9 +258,10 @@ class Encoder:
             fs = instruction_features(dataclasses.replace(ins, operands=tuple(ops)), pc=pc, labels=labels)
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
-        word, form, hidden, unseen = self._predict(ins, fs)
-        word, hidden = apply_context(word, hidden, self._context_fields(*self._select(ins, fs)), context)
-        return Encoded(word & ~CONTROL_MASK, relocs, form, hidden, unseen), ins, fs
+        models = self._select(ins, fs)
+        word, form, hidden, unseen = self._predict(fs, *models)
+        word, hidden = apply_context(word, hidden, self._context_fields(*models), context)
+        return Encoded(word & ~CONTROL_MASK, relocs, form, hidden, unseen), ins, fs, models
 
     def _encode_first(
         self,
@@ -274,11 +276,11 @@ class Encoder:
         if len(self._plans) >= _MAX_MEMO:  # a long editing session types many shapes: start over
             self._plans.clear()
         try:
-            result, ins, fs = self._encode_full(text, pc, labels, context)
+            result, ins, fs, (gen, spec) = self._encode_full(text, pc, labels, context)
         except EncodeError:
             self._plans[key] = None
             raise
-        plan = self._compile(ins, fs, parts)
+        plan = self._compile(ins, fs, parts, gen, spec)
         try:
             if plan is not None and plan.encode(parts[1::2], pc, labels, context) != result:
                 plan = None
@@ -287,12 +289,18 @@ class Encoder:
         self._plans[key] = plan
         return result
 
-    def _compile(self, ins: Instruction, fs: FeatureSet, parts: list[str]) -> _Plan | None:
+    def _compile(
+        self,
+        ins: Instruction,
+        fs: FeatureSet,
+        parts: list[str],
+        gen: FormModel | None,
+        spec: FormModel | None,
+    ) -> _Plan | None:
         found = slot_roles(parts, ins)
         if found is None:
             return None
         guard, roles = found
-        gen, spec = self._select(ins, fs)
         non_mod = tuple(t for t in fs.tokens if t not in fs.mod_tokens)
         if spec is None:
             assert gen is not None
@@ -375,10 +383,12 @@ class Encoder:
                 unseen.append(f)
         return word, tuple(unseen)
 
-    def _predict(self, ins: Instruction, fs: FeatureSet) -> tuple[int, str, int, tuple[str, ...]]:
-        """General model for bits it explains linearly; the exact-modifier model for the rest."""
+    def _predict(
+        self, fs: FeatureSet, gen: FormModel | None, spec: FormModel | None
+    ) -> tuple[int, str, int, tuple[str, ...]]:
+        """General model for bits it explains linearly; the exact-modifier model for the rest (the models
+        that :meth:`_select` chose)."""
         non_mod = tuple(t for t in fs.tokens if t not in fs.mod_tokens)
-        gen, spec = self._select(ins, fs)
         if spec is None:
             assert gen is not None
             word, unseen = self._feats(gen, fs.bits + fs.tokens)
@@ -503,58 +513,39 @@ class _Linear:
 
 
 class _Field:
-    """One value field's contribution to the word, per byte of the value: the byte's eight bit contributions
-    are XORed for the first few values seen, then a 256-entry table is built (big kernels see most values)."""
+    """One value field's contribution to the word, per 4-bit nibble of the value: a nibble's 16 values are
+    tabulated from its four bit contributions when a value first uses it (the word is linear in the bits)."""
 
-    __slots__ = ("linear", "prefix", "bits", "tables", "n_computed", "mask", "unseen_mask", "slot_words")
+    __slots__ = ("linear", "mask", "prefix", "slot_words", "tables", "unseen_mask")
 
     def __init__(self, linear: _Linear, prefix: str, width: int) -> None:
         self.linear, self.prefix = linear, prefix
-        n_chunks = (width + 7) // 8
-        self.bits: list[list[int] | None] = [None] * n_chunks  # contribution of each bit of a byte
-        self.tables: list[list[int] | None] = [None] * n_chunks
-        self.n_computed = [0] * n_chunks
+        self.tables: list[list[int] | None] = [None] * ((width + 3) // 4)
         self.mask = (1 << width) - 1
-        self.unseen_mask = 0  # over the bytes whose bits are known so far
+        self.unseen_mask = 0  # over the nibbles tabulated so far
         self.slot_words: dict[int, dict[str, int]] = {}  # per slot conversion: slot text -> contribution
 
-    def _bits(self, chunk: int) -> list[int]:
-        bits = []
-        for k in range(8 * chunk, min(8 * chunk + 8, self.mask.bit_length())):
+    def _table(self, nibble: int) -> list[int]:
+        table = [0]
+        for k in range(4 * nibble, min(4 * nibble + 4, self.mask.bit_length())):
             name = f"{self.prefix}{k}"
-            bits.append(self.linear.contribution(name) & ~CONTROL_MASK)
+            contribution = self.linear.contribution(name) & ~CONTROL_MASK
+            table += [word ^ contribution for word in table]
             if self.linear.unseen(name):
                 self.unseen_mask |= 1 << k
-        self.bits[chunk] = bits
-        return bits
-
-    def _part(self, chunk: int, byte: int) -> int:
-        bits = self.bits[chunk] or self._bits(chunk)
-        self.n_computed[chunk] += 1
-        if self.n_computed[chunk] < _TABLE_AFTER:
-            part = 0
-            for k, contribution in enumerate(bits):
-                if byte >> k & 1:
-                    part ^= contribution
-            return part
-        table = [0]
-        for contribution in bits:
-            table += [word ^ contribution for word in table]
-        table += [0] * (256 - len(table))  # a narrow field's value never reaches these
-        self.tables[chunk] = table
-        return table[byte]
+        table += [0] * (16 - len(table))  # a narrow field's value never reaches these
+        self.tables[nibble] = table
+        return table
 
     def word(self, value: int) -> int:
         """The contribution of ``value`` (already masked to the field); also completes ``unseen_mask``
-        for the bytes of ``value``."""
-        word, chunk = 0, 0
+        for the nibbles of ``value``."""
+        word, nibble = 0, 0
         while value:
-            byte = value & 0xFF
-            if byte:
-                table = self.tables[chunk]
-                word ^= table[byte] if table is not None else self._part(chunk, byte)
-            value >>= 8
-            chunk += 1
+            if value & 0xF:
+                word ^= (self.tables[nibble] or self._table(nibble))[value & 0xF]
+            value >>= 4
+            nibble += 1
         return word
 
     def unseen(self, value: int) -> list[str]:
@@ -562,7 +553,6 @@ class _Field:
         return [f"{self.prefix}{k}" for k in range(value.bit_length()) if value >> k & 1]
 
 
-_TABLE_AFTER = 16  # values of one byte position computed bit by bit before its table is built
 # slot conversions of a plan step
 _REG, _HEX, _NEG_HEX, _FLOAT, _NEG_FLOAT, _LABEL = range(6)
 
@@ -677,6 +667,7 @@ def apply_context(
     return word, hidden
 
 
+_Models = tuple[FormModel | None, FormModel | None]  # (general, specific), as _select chooses
 _NOT_YET = object()  # marks a shape not compiled yet
 _MAX_MEMO = 1 << 18  # texts (slot texts per field) remembered before a memo starts over (stops growing)
 _NO_MEMO: dict[str, int] = {}  # branch targets: never filled (they depend on pc and labels)
