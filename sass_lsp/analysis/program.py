@@ -516,8 +516,11 @@ def gc_paused() -> Iterator[None]:
     creates tens of thousands of objects that outlive it (per-text facts), which makes CPython run dozens
     of young-generation collections and a full one over the whole heap in the middle of it (~27 ms
     there). The analysis leaves no cyclic garbage (its only cycles are in the per-table caches, which live
-    as long as the table), so one young collection when the collector resumes (if it was on) is all the
-    work there is (~6 ms)."""
+    as long as the table), so when the collector resumes, what is young is moved to the oldest generation
+    (``freeze`` then ``unfreeze``, O(1)) instead of being walked by the young collection that the next
+    allocation would start (~8 ms after a cold check: gen0 and gen1 both hold the new objects). A caller
+    that froze objects itself (the language server) keeps them frozen: then the collection runs as before.
+    """
     if not gc.isenabled():
         yield
         return
@@ -525,6 +528,9 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()
 
 
