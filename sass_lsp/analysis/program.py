@@ -510,17 +510,21 @@ def context(sem: Semantics) -> _Ctx:
     return ctx  # type: ignore[return-value]
 
 
+# Young objects left by a call beyond which they are promoted rather than collected (see gc_paused).
+_PROMOTE = 10_000
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector for one analysis call. A check of a 20k-instruction kernel
     creates tens of thousands of objects that outlive it (per-text facts), which makes CPython run dozens
     of young-generation collections and a full one over the whole heap in the middle of it (~27 ms
     there). The analysis leaves no cyclic garbage (its only cycles are in the per-table caches, which live
-    as long as the table), so when the collector resumes, what is young is moved to the oldest generation
-    (``freeze`` then ``unfreeze``, O(1)) instead of being walked by the young collection that the next
-    allocation would start (~8 ms after a cold check: gen0 and gen1 both hold the new objects). A caller
-    that froze objects itself (the language server) keeps them frozen: then the collection runs as before.
-    """
+    as long as the table). When the call left many young objects (a first check of a large kernel: ~37k),
+    they are moved to the oldest generation (``freeze`` then ``unfreeze``, O(1)) instead of being walked
+    by the young and gen1 collections that the next allocation would start (~8 ms); the caller's own young
+    objects go with them, so this is kept to those large calls: a loop of small checks collects as usual.
+    A caller that froze objects itself (the language server) keeps them frozen and collects as usual."""
     if not gc.isenabled():
         yield
         return
@@ -528,7 +532,7 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        if not gc.get_freeze_count():
+        if gc.get_count()[0] > _PROMOTE and not gc.get_freeze_count():
             gc.freeze()
             gc.unfreeze()
         gc.enable()
