@@ -174,16 +174,17 @@ def _merge_ordered(a: tuple, b: tuple) -> tuple:
 
 
 def _normalise(st: _St, maxlat: dict[str, int]) -> _St:
-    """Entry-state form: cycles relative to 0, expired fixed producers dropped."""
+    """Entry-state form, in place (``st`` is a block run's own state): cycles relative to 0, expired fixed
+    producers dropped."""
     t = st.cycle
-    get = maxlat.get
-    fixed = {u: (p, c - t, pipe) for u, (p, c, pipe) in st.fixed.items() if t - c < get(pipe, 0)}
-    bar = None
-    if st.bar is not None and t - st.bar[1] < get("__bar__", 0):
-        bar = (st.bar[0], st.bar[1] - t)
-    out = _St(st.events, fixed, st.groups, st.og, bar)
-    out.wm, out.am, out.neg, out.sbm = st.wm, st.am, st.neg, st.sbm
-    return out
+    if st.fixed:
+        get = maxlat.get
+        st.fixed = {u: (p, c - t, pipe) for u, (p, c, pipe) in st.fixed.items() if t - c < get(pipe, 0)}
+    bar = st.bar
+    if bar is not None:
+        st.bar = (bar[0], bar[1] - t) if t - bar[1] < maxlat.get("__bar__", 0) else None
+    st.cycle = 0
+    return st
 
 
 def _join(a: _St, b: _St) -> _St:
@@ -388,7 +389,7 @@ class Checker:
         wm, am, neg, sbm = st.wm, st.am, st.neg, st.sbm
         slow = self.horizon or self.observer
         fget = fixed.get
-        from_entry = {e[_IDX] for e in events}  # the only events a node of this block may already own
+        from_entry = {e[_IDX] for e in events} if events else ()  # the only events a node here may own
         gmma = bool(groups or og)
         for i in range(b.start, b.end):
             cf, rsb, wsb, stall, wait, _syn = cts[i]
