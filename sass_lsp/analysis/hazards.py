@@ -391,11 +391,13 @@ class Checker:
         fget = fixed.get
         from_entry = {e[_IDX] for e in events} if events else ()  # the only events a node here may own
         gmma = bool(groups or og)
+        pre, post = _BEFORE, _AFTER  # local: read on every node
         for i in range(b.start, b.end):
             cf, rsb, wsb, stall, wait, _syn = cts[i]
             f = facts[i]
             fl = cf | f.fb
-            if fl & _BEFORE:
+            nx = f.nx
+            if fl & pre:
                 # 1. waits
                 if fl & C_WAIT and events:
                     if neg:
@@ -433,12 +435,10 @@ class Checker:
                 self._reads_hooked(out, i, f, events, wm, fixed, cycle)
             else:
                 if um & wm:
-                    nx = f.nx
                     for slot, add, _k, _n in f.uo:
                         if wm >> (nx[slot] + add) & 1:
                             self._raw_var(out, i, f, events, nx[slot] + add)
                 if fixed:
-                    nx = f.nx
                     for slot, add, kind, need in f.uo:
                         fx = fget(nx[slot] + add)
                         if fx is not None and cycle - fx[1] < need[fx[2]]:
@@ -454,9 +454,8 @@ class Checker:
             if gmma and not fl & F_GMMA:
                 self._in_flight(out, i, dm | um, groups, og)
             # 6. own effects
-            if fl & _AFTER:
+            if fl & post:
                 if fl & (_OWN | F_GMMA):  # a result that is not a fixed-latency one
-                    nx = f.nx
                     for slot, add in f.ds:
                         fixed.pop(nx[slot] + add, None)
                 if fl & F_GMMA:
@@ -497,7 +496,6 @@ class Checker:
                     bar = (i, cycle)
             elif dm:
                 pipe = f.dp
-                nx = f.nx
                 if pipe is not None:
                     v = (i, cycle, pipe)
                     for slot, add in f.ds:
