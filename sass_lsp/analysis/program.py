@@ -227,24 +227,43 @@ class ShapeFacts:
         self.flags, self.guard_neg, self.indirect, self.sb_set = flags, guard_neg, indirect, sb_set
         self.targets = shape.targets  # None: per text (Facts.extras)
         imm = shape.imm
+        n = self.nslots = shape.nslots
+        use_occ = []
+        reuse = []
+        for segs, role, _slot, is_reuse, tcol, nb, hi in shape.srcs:
+            units = _occ(segs, n)
+            for j, (slot, add) in enumerate(units):
+                kind = _kind_of("hi" if hi and j >= hi else role, add)
+                use_occ.append((slot, add, kind, ctx.lat_table(pipe, kind)))
+            if is_reuse and units:
+                reuse.append((*units[0], tcol, nb))
+        self.use_occ = tuple(use_occ)  # (slot, add, operand kind, latency table) per source unit
+        self.reuse = tuple(reuse)
+        dst_occ = []
+        dst_sa = []
+        pipes = set()
+        for segs, _tcol, _nb, hi in shape.dsts:
+            for j, (slot, add) in enumerate(_occ(segs, n)):
+                p = pipe + "_hi" if hi and j >= hi else pipe
+                dst_occ.append((slot, add, p))
+                dst_sa.append((slot, add))
+                pipes.add(p)
+        self.dst_occ = tuple(dst_occ)  # (slot, add, producer pipe) per destination unit
+        self.dst_sa = tuple(dst_sa)
+        self.dst_pipe = pipes.pop() if len(pipes) == 1 else None  # one pipe for every destination unit
+        self.use_const, self.use_var, self.use_bases = _seg_masks([src[0] for src in shape.srcs])
+        self.def_const, self.def_var, self.def_bases = _seg_masks([dst[0] for dst in shape.dsts])
         fb = (F_NEVER if never else 0) | (F_VAR if var else 0)
+        if any(src[3] for src in shape.srcs):
+            fb |= F_REUSE
         if "depbar" in flags and sb_set:
             fb |= F_DEPBAR
-        for name, bit in (
-            ("gmma_wait", F_GMMA_WAIT),
-            ("shared", F_SHARED),
-            ("gmma", F_GMMA),
-            ("bar_sync", F_BAR_SYNC),
-            ("call", F_CALL),
-        ):
-            if name in flags:
-                fb |= bit
-        if flags & {"branch", "exit", "ret", "indirect"}:
+        for name in flags & _FLAG_BITS.keys():
+            fb |= _FLAG_BITS[name]
+        if flags & _FLOW_FLAGS:
             fb |= F_FLOW
         if "gsb0" in shape.template:
             fb |= F_GSB0
-        if any(src[3] for src in shape.srcs):
-            fb |= F_REUSE
         self.fb = fb
         self.le = "LE" in mods
         # Only DEPBAR's and WARPGROUP.DEPBAR's counts and the branch targets matter to the checker.
@@ -254,56 +273,49 @@ class ShapeFacts:
         self.depbar_keep = self.gmma_keep = 0
         if imm is not None:
             self.depbar_keep, self.gmma_keep = _keeps(imm, self.le)
-        n = self.nslots = shape.nslots
         gslot, gbase = shape.guard
         self.guard = (n, gbase) if gslot < 0 else (gslot, gbase)  # gbase None: no guard
 
-        def occ(segs: tuple) -> list[tuple[int, int]]:
-            out = []
-            for slot, base, w in segs:
-                if slot < 0:
-                    out.extend((n, u) for u in base)
-                else:
-                    out.extend((slot, base + j) for j in range(w))
-            return out
 
-        def seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, list[int]], ...], frozenset[int]]:
-            """(mask of the fixed units, ((slot, span masks by register number), ...), the bases of those
-            segments) over the operands."""
-            const = 0
-            var = []
-            bases = set()
-            for segs in ops:
-                for slot, base, w in segs:
-                    if slot < 0:
-                        for u in base:
-                            const |= 1 << u
-                    else:
-                        var.append((slot, _span_masks(w, base)))
-                        bases.add(base)
-            return const, tuple(var), frozenset(bases)
+_FLAG_BITS = {
+    "gmma_wait": F_GMMA_WAIT,
+    "shared": F_SHARED,
+    "gmma": F_GMMA,
+    "bar_sync": F_BAR_SYNC,
+    "call": F_CALL,
+}
+_FLOW_FLAGS = frozenset({"branch", "exit", "ret", "indirect"})
 
-        use_occ = []
-        reuse = []
-        for segs, role, _slot, is_reuse, tcol, nb, hi in shape.srcs:
-            units = occ(segs)
-            for j, (slot, add) in enumerate(units):
-                kind = _kind_of("hi" if hi and j >= hi else role, add)
-                use_occ.append((slot, add, kind, ctx.lat_table(pipe, kind)))
-            if is_reuse and units:
-                reuse.append((*units[0], tcol, nb))
-        self.use_occ = tuple(use_occ)  # (slot, add, operand kind, latency table) per source unit
-        self.reuse = tuple(reuse)
-        dst_occ = []
-        for segs, _tcol, _nb, hi in shape.dsts:
-            for j, (slot, add) in enumerate(occ(segs)):
-                dst_occ.append((slot, add, pipe + "_hi" if hi and j >= hi else pipe))
-        self.dst_occ = tuple(dst_occ)  # (slot, add, producer pipe) per destination unit
-        self.dst_sa = tuple((slot, add) for slot, add, _p in dst_occ)
-        pipes = {p for _s, _a, p in dst_occ}
-        self.dst_pipe = pipes.pop() if len(pipes) == 1 else None  # one pipe for every destination unit
-        self.use_const, self.use_var, self.use_bases = seg_masks([src[0] for src in shape.srcs])
-        self.def_const, self.def_var, self.def_bases = seg_masks([dst[0] for dst in shape.dsts])
+
+def _occ(segs: tuple, n: int) -> list[tuple[int, int]]:
+    """The ``(slot, add)`` units of an operand's segments (``n``: the slot of units that depend on no
+    number)."""
+    out = []
+    for slot, base, w in segs:
+        if slot < 0:
+            for u in base:
+                out.append((n, u))
+        else:
+            for j in range(w):
+                out.append((slot, base + j))
+    return out
+
+
+def _seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, list[int]], ...], frozenset[int]]:
+    """(mask of the fixed units, ((slot, span masks by register number), ...), the bases of those segments)
+    over the operands."""
+    const = 0
+    var = []
+    bases = set()
+    for segs in ops:
+        for slot, base, w in segs:
+            if slot < 0:
+                for u in base:
+                    const |= 1 << u
+            else:
+                var.append((slot, _span_masks(w, base)))
+                bases.add(base)
+    return const, tuple(var), frozenset(bases)
 
 
 def _keeps(imm: tuple[int, ...], le: bool) -> tuple[int, int]:
