@@ -129,7 +129,12 @@ def _wait(events: tuple, wait: int) -> tuple | None:
     """``(events, W units, all units, False, scoreboards)`` after a wait on the scoreboards in mask
     ``wait`` when no event is scoreboard-less (see :func:`_complete`): the waited ones go, and the read
     events of the writes among them. None if nothing completes."""
-    w_idx = {e[_IDX] for e in events if e[_BIT] & wait and e[_KIND] == "W"}
+    # Loops rather than comprehensions on the event tuples (here and in the per-node paths): they hold a
+    # few events, and a comprehension is a function call in 3.11.
+    w_idx = []
+    for e in events:
+        if e[_BIT] & wait and e[_KIND] == "W":
+            w_idx.append(e[_IDX])
     kept = []
     wm = am = sbm = 0
     for e in events:
@@ -179,7 +184,11 @@ def _normalise(st: _St, maxlat: dict[str, int]) -> _St:
     t = st.cycle
     if st.fixed:
         get = maxlat.get
-        st.fixed = {u: (p, c - t, pipe) for u, (p, c, pipe) in st.fixed.items() if t - c < get(pipe, 0)}
+        fixed = {}
+        for u, (p, c, pipe) in st.fixed.items():
+            if t - c < get(pipe, 0):
+                fixed[u] = (p, c - t, pipe)
+        st.fixed = fixed
     bar = st.bar
     if bar is not None:
         st.bar = (bar[0], bar[1] - t) if t - bar[1] < maxlat.get("__bar__", 0) else None
@@ -234,17 +243,16 @@ def _complete(events: tuple, done: list[int]) -> tuple:
         elif last_r.get(e[_QUEUE], -1) < p:
             last_r[e[_QUEUE]] = p
     dset = set(done)
-    if w_idx:
-        dset.update(q for q, e in enumerate(events) if e[_KIND] == "R" and e[_IDX] in w_idx)
-    return tuple(
-        e
-        for q, e in enumerate(events)
-        if q not in dset
-        and not (
-            e[_SB] < 0
-            and (q < last_w.get(e[_QUEUE], -1) or (e[_KIND] == "R" and q < last_r.get(e[_QUEUE], -1)))
-        )
-    )
+    kept = []
+    for q, e in enumerate(events):
+        if q in dset or (w_idx and e[_KIND] == "R" and e[_IDX] in w_idx):
+            continue
+        if e[_SB] < 0 and (
+            q < last_w.get(e[_QUEUE], -1) or (e[_KIND] == "R" and q < last_r.get(e[_QUEUE], -1))
+        ):
+            continue
+        kept.append(e)
+    return tuple(kept)
 
 
 class Checker:
@@ -389,7 +397,9 @@ class Checker:
         wm, am, neg, sbm = st.wm, st.am, st.neg, st.sbm
         slow = self.horizon or self.observer
         fget = fixed.get
-        from_entry = {e[_IDX] for e in events} if events else ()  # the only events a node here may own
+        from_entry = set()  # the only events a node of this block may already own
+        for e in events:
+            from_entry.add(e[_IDX])
         gmma = bool(groups or og)
         pre, post = _BEFORE, _AFTER  # local: read on every node
         for i in range(b.start, b.end):
@@ -401,7 +411,10 @@ class Checker:
                 # 1. waits
                 if fl & C_WAIT and events:
                     if neg:
-                        done = [q for q, e in enumerate(events) if e[_BIT] & wait]
+                        done = []
+                        for q, e in enumerate(events):
+                            if e[_BIT] & wait:
+                                done.append(q)
                         if done:
                             events = _complete(events, done)
                             wm, am, neg, sbm = _masks(events)
