@@ -351,7 +351,10 @@ class Facts:
     def reuse(self) -> tuple[tuple[int, int, int], ...]:
         """``(register, tcol, nb)`` per .reuse source (see :func:`reuse_col`); only the local rules ask."""
         nx = self.nx
-        return tuple([(nx[s] + a, tcol, nb) for s, a, tcol, nb in self.s.reuse])
+        out = []  # a loop: one or two sources, and a comprehension is a call
+        for s, a, tcol, nb in self.s.reuse:
+            out.append((nx[s] + a, tcol, nb))
+        return tuple(out)
 
     @property
     def targets(self) -> tuple[str, ...]:
