@@ -447,7 +447,7 @@ class _Ctx:
         cache = self.facts
         if cache:
             try:
-                return [cache[t] for t in texts]
+                return list(map(cache.__getitem__, texts))
             except KeyError:
                 new = [t for t in dict.fromkeys(texts) if t not in cache]
         else:
@@ -456,7 +456,7 @@ class _Ctx:
             cache.clear()
             new = list(dict.fromkeys(texts))
         self._add_facts(new)
-        return [cache[t] for t in texts]
+        return list(map(cache.__getitem__, texts))
 
     def shape_facts(self, shape: Shape) -> ShapeFacts:
         sf = shape.memo
@@ -682,7 +682,7 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
         hits = [h for h in hits if h is not _BAD]
     texts = [ins.text for ins in instrs]
     facts = ctx.facts_of(texts)
-    p = Program(name, line, instrs, texts, None, [ct for _c, ct in hits], facts, label_node, bad, ctx)
+    p = Program(name, line, instrs, texts, None, list(map(_CT, hits)), facts, label_node, bad, ctx)
     p._ctrl_pairs = hits  # Program.ctrls from these when asked
     _build_cfg(p)
     return p
@@ -690,6 +690,7 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
 
 _BAD = object()  # cached for an undecodable control field (not a tuple: `in` compares by identity)
 _SYN = operator.itemgetter(5)
+_CT = operator.itemgetter(1)  # of a (Ctrl, control tuple) pair
 _TEXT_COL = operator.attrgetter("text_col")
 _CTRL_COL = operator.attrgetter("ctrl_col")
 _LINE = operator.attrgetter("line")
