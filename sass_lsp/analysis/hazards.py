@@ -129,7 +129,12 @@ def _wait(events: tuple, wait: int) -> tuple | None:
     """``(events, W units, all units, False, scoreboards)`` after a wait on the scoreboards in mask
     ``wait`` when no event is scoreboard-less (see :func:`_complete`): the waited ones go, and the read
     events of the writes among them. None if nothing completes."""
-    w_idx = {e[_IDX] for e in events if e[_BIT] & wait and e[_KIND] == "W"}
+    # Loops rather than comprehensions on the event tuples (here and in the per-node paths): they hold a
+    # few events, and a comprehension is a function call in 3.11.
+    w_idx = []
+    for e in events:
+        if e[_BIT] & wait and e[_KIND] == "W":
+            w_idx.append(e[_IDX])
     kept = []
     wm = am = sbm = 0
     for e in events:
@@ -174,16 +179,21 @@ def _merge_ordered(a: tuple, b: tuple) -> tuple:
 
 
 def _normalise(st: _St, maxlat: dict[str, int]) -> _St:
-    """Entry-state form: cycles relative to 0, expired fixed producers dropped."""
+    """Entry-state form, in place (``st`` is a block run's own state): cycles relative to 0, expired fixed
+    producers dropped."""
     t = st.cycle
-    get = maxlat.get
-    fixed = {u: (p, c - t, pipe) for u, (p, c, pipe) in st.fixed.items() if t - c < get(pipe, 0)}
-    bar = None
-    if st.bar is not None and t - st.bar[1] < get("__bar__", 0):
-        bar = (st.bar[0], st.bar[1] - t)
-    out = _St(st.events, fixed, st.groups, st.og, bar)
-    out.wm, out.am, out.neg, out.sbm = st.wm, st.am, st.neg, st.sbm
-    return out
+    if st.fixed:
+        get = maxlat.get
+        fixed = {}
+        for u, (p, c, pipe) in st.fixed.items():
+            if t - c < get(pipe, 0):
+                fixed[u] = (p, c - t, pipe)
+        st.fixed = fixed
+    bar = st.bar
+    if bar is not None:
+        st.bar = (bar[0], bar[1] - t) if t - bar[1] < maxlat.get("__bar__", 0) else None
+    st.cycle = 0
+    return st
 
 
 def _join(a: _St, b: _St) -> _St:
@@ -233,17 +243,16 @@ def _complete(events: tuple, done: list[int]) -> tuple:
         elif last_r.get(e[_QUEUE], -1) < p:
             last_r[e[_QUEUE]] = p
     dset = set(done)
-    if w_idx:
-        dset.update(q for q, e in enumerate(events) if e[_KIND] == "R" and e[_IDX] in w_idx)
-    return tuple(
-        e
-        for q, e in enumerate(events)
-        if q not in dset
-        and not (
-            e[_SB] < 0
-            and (q < last_w.get(e[_QUEUE], -1) or (e[_KIND] == "R" and q < last_r.get(e[_QUEUE], -1)))
-        )
-    )
+    kept = []
+    for q, e in enumerate(events):
+        if q in dset or (w_idx and e[_KIND] == "R" and e[_IDX] in w_idx):
+            continue
+        if e[_SB] < 0 and (
+            q < last_w.get(e[_QUEUE], -1) or (e[_KIND] == "R" and q < last_r.get(e[_QUEUE], -1))
+        ):
+            continue
+        kept.append(e)
+    return tuple(kept)
 
 
 class Checker:
@@ -388,17 +397,24 @@ class Checker:
         wm, am, neg, sbm = st.wm, st.am, st.neg, st.sbm
         slow = self.horizon or self.observer
         fget = fixed.get
-        from_entry = {e[_IDX] for e in events}  # the only events a node of this block may already own
+        from_entry = set()  # the only events a node of this block may already own
+        for e in events:
+            from_entry.add(e[_IDX])
         gmma = bool(groups or og)
+        pre, post = _BEFORE, _AFTER  # local: read on every node
         for i in range(b.start, b.end):
             cf, rsb, wsb, stall, wait, _syn = cts[i]
             f = facts[i]
             fl = cf | f.fb
-            if fl & _BEFORE:
+            nx = f.nx
+            if fl & pre:
                 # 1. waits
                 if fl & C_WAIT and events:
                     if neg:
-                        done = [q for q, e in enumerate(events) if e[_BIT] & wait]
+                        done = []
+                        for q, e in enumerate(events):
+                            if e[_BIT] & wait:
+                                done.append(q)
                         if done:
                             events = _complete(events, done)
                             wm, am, neg, sbm = _masks(events)
@@ -432,12 +448,10 @@ class Checker:
                 self._reads_hooked(out, i, f, events, wm, fixed, cycle)
             else:
                 if um & wm:
-                    nx = f.nx
                     for slot, add, _k, _n in f.uo:
                         if wm >> (nx[slot] + add) & 1:
                             self._raw_var(out, i, f, events, nx[slot] + add)
                 if fixed:
-                    nx = f.nx
                     for slot, add, kind, need in f.uo:
                         fx = fget(nx[slot] + add)
                         if fx is not None and cycle - fx[1] < need[fx[2]]:
@@ -453,9 +467,8 @@ class Checker:
             if gmma and not fl & F_GMMA:
                 self._in_flight(out, i, dm | um, groups, og)
             # 6. own effects
-            if fl & _AFTER:
+            if fl & post:
                 if fl & (_OWN | F_GMMA):  # a result that is not a fixed-latency one
-                    nx = f.nx
                     for slot, add in f.ds:
                         fixed.pop(nx[slot] + add, None)
                 if fl & F_GMMA:
@@ -496,7 +509,6 @@ class Checker:
                     bar = (i, cycle)
             elif dm:
                 pipe = f.dp
-                nx = f.nx
                 if pipe is not None:
                     v = (i, cycle, pipe)
                     for slot, add in f.ds:

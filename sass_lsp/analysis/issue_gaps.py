@@ -13,14 +13,17 @@ of the real distance.
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 
 from sass_lsp.analysis.findings import RULES, Finding, Related
-from sass_lsp.analysis.program import C_WAIT, F_NEVER, Program, ShapeFacts
+from sass_lsp.analysis.program import F_NEVER, Program, ShapeFacts
 from sass_lsp.isa.semantics import UNIT_BASE, Semantics, unit_name
 
 _UNIFORM_PIPES = ("uniform", "umov")
 _UR_MASK = ((1 << 200) - 1) << UNIT_BASE["UR"]  # UR and UP units
 _UR_BASE = UNIT_BASE["UR"]
+_WAIT_MASK = operator.itemgetter(4)  # of a control tuple (see program._Ctx.ctrl_tuple)
 
 
 def issue_gap_rules(p: Program, sem: Semantics) -> list[Finding]:
@@ -48,7 +51,7 @@ def issue_gap_rules(p: Program, sem: Semantics) -> list[Finding]:
 def _early_waits(p: Program, starts: set[int], need: int) -> list[tuple[int, Finding]]:
     out = []
     cts = p.cts
-    for i in [i for i, c in enumerate(cts) if c[0] & C_WAIT]:
+    for i in itertools.compress(range(len(cts)), map(_WAIT_MASK, cts)):  # the nodes that wait
         mask = cts[i][4]
         setters = []  # (scoreboard, the latest node before i in its block that sets it, cycles between)
         j = i
@@ -94,7 +97,7 @@ def _early_uniform_writes(p: Program, starts: set[int], sem: Semantics) -> list[
     if not any(r & 2 for r in roles.values()):
         return out
     need_of = {sf: sem.param_for("uniform_war_cycles", sf.pipe) or 0 for sf, r in roles.items() if r & 1}
-    for i in [i for i, sf in enumerate(shapes) if sf in need_of]:
+    for i in itertools.compress(range(len(shapes)), map(need_of.__contains__, shapes)):
         need = need_of[shapes[i]]
         written = facts[i].def_mask & _UR_MASK
         readers = []  # (unit, the latest node before i in its block that reads it late, cycles between)

@@ -227,24 +227,43 @@ class ShapeFacts:
         self.flags, self.guard_neg, self.indirect, self.sb_set = flags, guard_neg, indirect, sb_set
         self.targets = shape.targets  # None: per text (Facts.extras)
         imm = shape.imm
+        n = self.nslots = shape.nslots
+        use_occ = []
+        reuse = []
+        for segs, role, _slot, is_reuse, tcol, nb, hi in shape.srcs:
+            units = _occ(segs, n)
+            for j, (slot, add) in enumerate(units):
+                kind = _kind_of("hi" if hi and j >= hi else role, add)
+                use_occ.append((slot, add, kind, ctx.lat_table(pipe, kind)))
+            if is_reuse and units:
+                reuse.append((*units[0], tcol, nb))
+        self.use_occ = tuple(use_occ)  # (slot, add, operand kind, latency table) per source unit
+        self.reuse = tuple(reuse)
+        dst_occ = []
+        dst_sa = []
+        pipes = set()
+        for segs, _tcol, _nb, hi in shape.dsts:
+            for j, (slot, add) in enumerate(_occ(segs, n)):
+                p = pipe + "_hi" if hi and j >= hi else pipe
+                dst_occ.append((slot, add, p))
+                dst_sa.append((slot, add))
+                pipes.add(p)
+        self.dst_occ = tuple(dst_occ)  # (slot, add, producer pipe) per destination unit
+        self.dst_sa = tuple(dst_sa)
+        self.dst_pipe = pipes.pop() if len(pipes) == 1 else None  # one pipe for every destination unit
+        self.use_const, self.use_var, self.use_bases = _seg_masks([src[0] for src in shape.srcs])
+        self.def_const, self.def_var, self.def_bases = _seg_masks([dst[0] for dst in shape.dsts])
         fb = (F_NEVER if never else 0) | (F_VAR if var else 0)
+        if any(src[3] for src in shape.srcs):
+            fb |= F_REUSE
         if "depbar" in flags and sb_set:
             fb |= F_DEPBAR
-        for name, bit in (
-            ("gmma_wait", F_GMMA_WAIT),
-            ("shared", F_SHARED),
-            ("gmma", F_GMMA),
-            ("bar_sync", F_BAR_SYNC),
-            ("call", F_CALL),
-        ):
-            if name in flags:
-                fb |= bit
-        if flags & {"branch", "exit", "ret", "indirect"}:
+        for name in flags & _FLAG_BITS.keys():
+            fb |= _FLAG_BITS[name]
+        if flags & _FLOW_FLAGS:
             fb |= F_FLOW
         if "gsb0" in shape.template:
             fb |= F_GSB0
-        if any(src[3] for src in shape.srcs):
-            fb |= F_REUSE
         self.fb = fb
         self.le = "LE" in mods
         # Only DEPBAR's and WARPGROUP.DEPBAR's counts and the branch targets matter to the checker.
@@ -254,56 +273,49 @@ class ShapeFacts:
         self.depbar_keep = self.gmma_keep = 0
         if imm is not None:
             self.depbar_keep, self.gmma_keep = _keeps(imm, self.le)
-        n = self.nslots = shape.nslots
         gslot, gbase = shape.guard
         self.guard = (n, gbase) if gslot < 0 else (gslot, gbase)  # gbase None: no guard
 
-        def occ(segs: tuple) -> list[tuple[int, int]]:
-            out = []
-            for slot, base, w in segs:
-                if slot < 0:
-                    out.extend((n, u) for u in base)
-                else:
-                    out.extend((slot, base + j) for j in range(w))
-            return out
 
-        def seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, list[int]], ...], frozenset[int]]:
-            """(mask of the fixed units, ((slot, span masks by register number), ...), the bases of those
-            segments) over the operands."""
-            const = 0
-            var = []
-            bases = set()
-            for segs in ops:
-                for slot, base, w in segs:
-                    if slot < 0:
-                        for u in base:
-                            const |= 1 << u
-                    else:
-                        var.append((slot, _span_masks(w, base)))
-                        bases.add(base)
-            return const, tuple(var), frozenset(bases)
+_FLAG_BITS = {
+    "gmma_wait": F_GMMA_WAIT,
+    "shared": F_SHARED,
+    "gmma": F_GMMA,
+    "bar_sync": F_BAR_SYNC,
+    "call": F_CALL,
+}
+_FLOW_FLAGS = frozenset({"branch", "exit", "ret", "indirect"})
 
-        use_occ = []
-        reuse = []
-        for segs, role, _slot, is_reuse, tcol, nb, hi in shape.srcs:
-            units = occ(segs)
-            for j, (slot, add) in enumerate(units):
-                kind = _kind_of("hi" if hi and j >= hi else role, add)
-                use_occ.append((slot, add, kind, ctx.lat_table(pipe, kind)))
-            if is_reuse and units:
-                reuse.append((*units[0], tcol, nb))
-        self.use_occ = tuple(use_occ)  # (slot, add, operand kind, latency table) per source unit
-        self.reuse = tuple(reuse)
-        dst_occ = []
-        for segs, _tcol, _nb, hi in shape.dsts:
-            for j, (slot, add) in enumerate(occ(segs)):
-                dst_occ.append((slot, add, pipe + "_hi" if hi and j >= hi else pipe))
-        self.dst_occ = tuple(dst_occ)  # (slot, add, producer pipe) per destination unit
-        self.dst_sa = tuple((slot, add) for slot, add, _p in dst_occ)
-        pipes = {p for _s, _a, p in dst_occ}
-        self.dst_pipe = pipes.pop() if len(pipes) == 1 else None  # one pipe for every destination unit
-        self.use_const, self.use_var, self.use_bases = seg_masks([src[0] for src in shape.srcs])
-        self.def_const, self.def_var, self.def_bases = seg_masks([dst[0] for dst in shape.dsts])
+
+def _occ(segs: tuple, n: int) -> list[tuple[int, int]]:
+    """The ``(slot, add)`` units of an operand's segments (``n``: the slot of units that depend on no
+    number)."""
+    out = []
+    for slot, base, w in segs:
+        if slot < 0:
+            for u in base:
+                out.append((n, u))
+        else:
+            for j in range(w):
+                out.append((slot, base + j))
+    return out
+
+
+def _seg_masks(ops: list[tuple]) -> tuple[int, tuple[tuple[int, list[int]], ...], frozenset[int]]:
+    """(mask of the fixed units, ((slot, span masks by register number), ...), the bases of those segments)
+    over the operands."""
+    const = 0
+    var = []
+    bases = set()
+    for segs in ops:
+        for slot, base, w in segs:
+            if slot < 0:
+                for u in base:
+                    const |= 1 << u
+            else:
+                var.append((slot, _span_masks(w, base)))
+                bases.add(base)
+    return const, tuple(var), frozenset(bases)
 
 
 def _keeps(imm: tuple[int, ...], le: bool) -> tuple[int, int]:
@@ -339,7 +351,10 @@ class Facts:
     def reuse(self) -> tuple[tuple[int, int, int], ...]:
         """``(register, tcol, nb)`` per .reuse source (see :func:`reuse_col`); only the local rules ask."""
         nx = self.nx
-        return tuple([(nx[s] + a, tcol, nb) for s, a, tcol, nb in self.s.reuse])
+        out = []  # a loop: one or two sources, and a comprehension is a call
+        for s, a, tcol, nb in self.s.reuse:
+            out.append((nx[s] + a, tcol, nb))
+        return tuple(out)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -432,7 +447,7 @@ class _Ctx:
         cache = self.facts
         if cache:
             try:
-                return [cache[t] for t in texts]
+                return list(map(cache.__getitem__, texts))
             except KeyError:
                 new = [t for t in dict.fromkeys(texts) if t not in cache]
         else:
@@ -441,7 +456,7 @@ class _Ctx:
             cache.clear()
             new = list(dict.fromkeys(texts))
         self._add_facts(new)
-        return [cache[t] for t in texts]
+        return list(map(cache.__getitem__, texts))
 
     def shape_facts(self, shape: Shape) -> ShapeFacts:
         sf = shape.memo
@@ -510,14 +525,21 @@ def context(sem: Semantics) -> _Ctx:
     return ctx  # type: ignore[return-value]
 
 
+# Young objects left by a call beyond which they are promoted rather than collected (see gc_paused).
+_PROMOTE = 10_000
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector for one analysis call. A check of a 20k-instruction kernel
     creates tens of thousands of objects that outlive it (per-text facts), which makes CPython run dozens
     of young-generation collections and a full one over the whole heap in the middle of it (~27 ms
     there). The analysis leaves no cyclic garbage (its only cycles are in the per-table caches, which live
-    as long as the table), so one young collection when the collector resumes (if it was on) is all the
-    work there is (~6 ms)."""
+    as long as the table). When the call left many young objects (a first check of a large kernel: ~37k),
+    they are moved to the oldest generation (``freeze`` then ``unfreeze``, O(1)) instead of being walked
+    by the young and gen1 collections that the next allocation would start (~8 ms); the caller's own young
+    objects go with them, so this is kept to those large calls: a loop of small checks collects as usual.
+    A caller that froze objects itself (the language server) keeps them frozen and collects as usual."""
     if not gc.isenabled():
         yield
         return
@@ -525,6 +547,9 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if gc.get_count()[0] > _PROMOTE and not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()
 
 
@@ -657,7 +682,7 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
         hits = [h for h in hits if h is not _BAD]
     texts = [ins.text for ins in instrs]
     facts = ctx.facts_of(texts)
-    p = Program(name, line, instrs, texts, None, [ct for _c, ct in hits], facts, label_node, bad, ctx)
+    p = Program(name, line, instrs, texts, None, list(map(_CT, hits)), facts, label_node, bad, ctx)
     p._ctrl_pairs = hits  # Program.ctrls from these when asked
     _build_cfg(p)
     return p
@@ -665,6 +690,7 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
 
 _BAD = object()  # cached for an undecodable control field (not a tuple: `in` compares by identity)
 _SYN = operator.itemgetter(5)
+_CT = operator.itemgetter(1)  # of a (Ctrl, control tuple) pair
 _TEXT_COL = operator.attrgetter("text_col")
 _CTRL_COL = operator.attrgetter("ctrl_col")
 _LINE = operator.attrgetter("line")

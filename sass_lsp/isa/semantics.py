@@ -26,7 +26,7 @@ import json
 import operator
 import re
 from dataclasses import dataclass, field
-from importlib import resources
+from pathlib import Path
 
 from sass_lsp.isa.archs import UnsupportedArch, table_arch
 
@@ -305,18 +305,22 @@ class Semantics:
         return shape
 
 
+# Beside this module: ``importlib.resources`` would import its readers and zipfile on the first check (~3 ms).
+_DATA = Path(__file__).with_name("data")
+
+
 @functools.cache
 def load_semantics(arch: str) -> Semantics:
     name = table_arch(arch) or arch
     try:
-        raw = resources.files("sass_lsp.isa").joinpath("data", f"semantics_{name}.json").read_text()
+        raw = (_DATA / f"semantics_{name}.json").read_text()
     except FileNotFoundError as err:
         raise UnsupportedArch(f"no semantics table for {arch}") from err
     return Semantics(arch, json.loads(raw))
 
 
 def supported_arches() -> list[str]:
-    names = [p.name for p in resources.files("sass_lsp.isa").joinpath("data").iterdir()]
+    names = [p.name for p in _DATA.iterdir()]
     return sorted(
         n[len("semantics_") : -5] for n in names if n.startswith("semantics_") and n.endswith(".json")
     )
@@ -794,18 +798,31 @@ class Shape:
             for pos in other_at:
                 if pos not in used and not any(a <= pos < b for a, b in scan.mem):
                     raise _NotAShape
-        self.imm_spec = tuple(
-            (other_at.get(p, -1), neg, v) for (p, neg), v in zip(scan.imm_at, imm, strict=True)
-        )
-        self.target_spec = tuple(
-            (other_at.get(p, -1), t) for p, t in zip(scan.target_at, targets, strict=True)
-        )
-        self.imm = None if any(j >= 0 for j, _n, _v in self.imm_spec) else imm
-        self.targets = None if any(j >= 0 for j, _t in self.target_spec) else targets
+        # Loops rather than generators: a shape has a few operands, and each generator is a call.
+        imm_spec = []
+        held = False  # some value comes from a hole
+        for (p, neg), v in zip(scan.imm_at, imm, strict=True):
+            j = other_at.get(p, -1)
+            held = held or j >= 0
+            imm_spec.append((j, neg, v))
+        self.imm_spec = tuple(imm_spec)
+        self.imm = None if held else imm
+        target_spec = []
+        held = False
+        for p, t in zip(scan.target_at, targets, strict=True):
+            j = other_at.get(p, -1)
+            held = held or j >= 0
+            target_spec.append((j, t))
+        self.target_spec = tuple(target_spec)
+        self.targets = None if held else targets
         self.nslots = n
         self.caps = tuple(caps)
         self.all_caps = tuple(enumerate(caps))
-        self.tight = tuple((k, cap) for k, cap in self.all_caps if cap < _R_CAP)  # not a plain GPR
+        tight = []  # not a plain GPR
+        for k, cap in self.all_caps:
+            if cap < _R_CAP:
+                tight.append((k, cap))
+        self.tight = tuple(tight)
         self.head = (opcode, mods, guard_neg, never, pipe, var, queue, flags, indirect, sb_set)
         guard = scan.guard
         self.guard = (-1, guard)  # (slot, base) as for segments, or (-1, the unit or None)
