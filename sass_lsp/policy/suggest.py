@@ -149,9 +149,11 @@ def suggest(
 def _pristine_game(text: str, arch: str, kernel: str | None, max_moves: int) -> Any:
     """The game for a text, kept for the next request on the same text (an editor asks again as the cursor
     moves); building it (parse, dependences, cost) costs more than the search. Callers play on a clone."""
+    from sass_lsp.analysis.program import gc_paused
     from sass_lsp.schedule.game import ReorderGame  # the game module imports gymnasium; keep it off import
 
-    return ReorderGame.from_text(text, arch, kernel=kernel, max_steps=max_moves)
+    with gc_paused():  # tens of thousands of long-lived objects (facts, edges): no collections mid-build
+        return ReorderGame.from_text(text, arch, kernel=kernel, max_steps=max_moves)
 
 
 def describe_moves(game: Any, moves: Sequence[tuple[int, int, int]]) -> tuple[list[str], list[tuple]]:
