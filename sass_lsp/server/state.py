@@ -46,7 +46,7 @@ def freeze_heap() -> None:
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused_then_frozen() -> Iterator[None]:
     """No collection while a document's index is built (its objects all live on), then freeze them."""
     enabled = gc.isenabled()
     gc.disable()
@@ -153,7 +153,7 @@ class SassLanguageServer(LanguageServer):
                 base = snap
                 snap.base = None  # keep one level only
         else:
-            with gc_paused():
+            with gc_paused_then_frozen():
                 index = build_index(doc.lines)
         snap = Snapshot(doc, index, self.settings.arch or index.file_arch, base, frozenset(changed))
         self._snapshots[uri] = snap
