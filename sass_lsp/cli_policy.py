@@ -58,7 +58,15 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
     text, arch = _text_and_arch(args.cuasm)
     net = load_net(args.policy)
-    found = suggest(text, arch, net=net, top=args.top, kernel=args.kernel, max_moves=args.max_moves)
+    found = suggest(
+        text,
+        arch,
+        net=net,
+        top=args.top,
+        kernel=args.kernel,
+        max_moves=args.max_moves,
+        time_budget_s=args.time_budget,
+    )
     if args.format == "json":
         print(to_json(found))
         return 0
@@ -362,6 +370,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=3)
     p.add_argument("--kernel", help="kernel name (default: the largest)")
     p.add_argument("--max-moves", type=int, default=8)
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        help="seconds for the search, as an editor asks (default: the whole search, same answer each run)",
+    )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument(
         "--policy", type=Path, help=f"checkpoint (default: ${POLICY_ENV} or {DEFAULT_POLICY.name})"
