@@ -24,9 +24,7 @@ from sass_lsp.gpu.bench import BenchResult, bench_to_dict, run_bench
 from sass_lsp.gpu.runner import GpuRunner
 from sass_lsp.gpu.spec import LaunchSpec
 from sass_lsp.gpu.stats import bootstrap_ratio_ci, summarize
-from sass_lsp.schedule.search import Measured, schedule_key
-
-LineEdit = tuple[int, int, list[str]]
+from sass_lsp.schedule.search import LineEdit, Measured, schedule_key
 
 
 @dataclass
@@ -48,18 +46,18 @@ class GpuMeasure:
         try:
             cubin = assemble_cuasm(text, source_name=f"<candidate {key}>")
         except AssembleError as exc:
-            return self._record(key, Measured(key, "asm_error", None), {"error": str(exc)[:300]}, text)
+            return self._record(text, Measured(key, "asm_error", None), {"error": str(exc)[:300]})
         t0 = time.monotonic()
         checked = self.runner.verify(self.original, cubin, self.spec, list(self.seeds))
         status = checked.result.get("status", "error") if checked.ok else checked.kind
         if status != "match":
-            return self._record(key, Measured(key, status, None, seconds=time.monotonic() - t0), {}, text)
+            return self._record(text, Measured(key, status, None, seconds=time.monotonic() - t0), {})
         timed = self.runner.time(
             self.original, cubin, self.spec, rounds=self.rounds, target_batch_ms=self.target_batch_ms
         )
         seconds = time.monotonic() - t0
         if not timed.ok or timed.result.get("status") != "ok":
-            return self._record(key, Measured(key, "timing_error", None, seconds=seconds), {}, text)
+            return self._record(text, Measured(key, "timing_error", None, seconds=seconds), {})
         raw = timed.result
         ci = bootstrap_ratio_ci(
             raw["orig_ms"], raw["edit_ms"], blocks=raw.get("round_blocks"), n_resamples=2000
@@ -69,7 +67,7 @@ class GpuMeasure:
             "edit_ms": summarize(raw["edit_ms"]).median,
             "batch": raw["batch"],
         }
-        return self._record(key, Measured(key, "match", ci.ratio, ci.low, ci.high, seconds), extra, text)
+        return self._record(text, Measured(key, "match", ci.ratio, ci.low, ci.high, seconds), extra)
 
     def confirm(self, text: str, *, seeds: int = 5, rounds: int = 40) -> BenchResult:
         """The full verified bench (fresh seeds 0..seeds-1, more rounds) for the chosen candidate."""
@@ -78,14 +76,14 @@ class GpuMeasure:
         self._log({"kind": "confirm", "key": schedule_key(text), **bench_to_dict(result)})
         return result
 
-    def _record(self, key: str, m: Measured, extra: dict[str, Any], text: str) -> Measured:
+    def _record(self, text: str, m: Measured, extra: dict[str, Any]) -> Measured:
         if self.original_text is not None:
             extra = {**extra, "edits": schedule_edits(self.original_text, text)}
         self._log(
             {
                 "kind": "screen",
                 "kernel": self.kernel_label,
-                "key": key,
+                "key": m.key,
                 "verdict": m.verdict,
                 "speedup": m.speedup,
                 "low": m.low,

@@ -80,6 +80,9 @@ class SearchLog:
         return max(ok, key=lambda t: t.result.speedup or 0.0, default=None)
 
 
+LineEdit = tuple[int, int, list[str]]  # (first line, last line, new lines): 1-based, inclusive
+
+
 def schedule_key(text: str) -> str:
     """Identity of a schedule: a hash of its instruction lines (control field and text), not of comments."""
     h = hashlib.sha256()
@@ -90,7 +93,7 @@ def schedule_key(text: str) -> str:
     return h.hexdigest()[:16]
 
 
-def apply_edits(text: str, edits: Sequence[tuple[int, int, list[str]]]) -> str:
+def apply_edits(text: str, edits: Sequence[LineEdit]) -> str:
     """``text`` with each (first_line, last_line, new_lines) edit applied (1-based, inclusive, disjoint)."""
     lines = text.splitlines()
     for first, last, new in sorted(edits, key=lambda e: e[0], reverse=True):
