@@ -36,8 +36,11 @@ def test_optimize_log_rebuilds_each_measured_schedule(tmp_path: Path, monkeypatc
     summary = optimize_one(job)
     log = job.out_stem.with_suffix(".measurements.jsonl")
     records = [json.loads(x) for x in log.read_text().splitlines()]
+    originals = [r for r in records if r["kind"] == "original"]
+    assert records[0] == originals[0] and len(originals) == 1  # before every measurement, once
+    assert originals[0]["text"] == text and originals[0]["key"] == schedule_key(text)
     screened = [r for r in records if r["kind"] == "screen"]
     assert len(screened) == summary["n_candidates"] > 0
     for r in screened:
         assert r["edits"], r  # a candidate is never the original
-        assert schedule_key(apply_edits(text, r["edits"])) == r["key"]
+        assert schedule_key(apply_edits(originals[0]["text"], r["edits"])) == r["key"]

@@ -7,8 +7,9 @@ budget it reports is GPU seconds: the wall time of the worker requests, not the 
 
 Every measurement is appended to a JSON-lines log (schedule key, verdict, speedup and CI, medians, seconds)
 so a learned cost model can later be fitted on them and checked against the GPU (issue #6). Given the
-original's text, each record also carries the candidate as line edits of it (``schedule_edits``), so the log
-alone, with that text, rebuilds every schedule it measured."""
+original's text, each record also carries the candidate as line edits of it (``schedule_edits``), and the log
+holds that text once (a ``kind: original`` record before the kernel's first measurement), so the log alone
+rebuilds every schedule it measured."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class GpuMeasure:
     rounds: int = 12
     target_batch_ms: float = 2.0
     calls: int = 0
+    _original_logged: bool = False
 
     def __call__(self, text: str) -> Measured:
         key = schedule_key(text)
@@ -78,6 +80,17 @@ class GpuMeasure:
 
     def _record(self, text: str, m: Measured, extra: dict[str, Any]) -> Measured:
         if self.original_text is not None:
+            if not self._original_logged:
+                self._original_logged = True
+                self._log(
+                    {
+                        "kind": "original",
+                        "kernel": self.kernel_label,
+                        "function": self.spec.kernel,
+                        "key": schedule_key(self.original_text),
+                        "text": self.original_text,
+                    }
+                )
             extra = {**extra, "edits": schedule_edits(self.original_text, text)}
         self._log(
             {

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Does the static cost model predict the GPU? Its predicted speedups against the measured ones (issue #6).
+
+Reads GPU measurement logs (``GpuMeasure``'s JSON lines: ``reorder_eval.py --log``, ``sass-lsp optimize``);
+each log holds every kernel's original text once and every screened candidate as line edits of it. Each
+candidate whose outputs matched is rebuilt and costed with the reward the policy is trained on (the
+game's ``cost_original``: steady-state cycles of the hot region); predicted speedup = original cycles /
+candidate cycles, measured speedup = original time / candidate time (the screen's median ratio, with its
+bootstrap 95% CI).
+
+Printed per kernel and pooled: the number of candidates, Spearman's rank correlation of predicted and
+measured speedup, how many measurements are significant (CI excludes 1), and for those whether the model
+got the direction right (predicted > 1 for a faster candidate, < 1 for a slower one; a prediction of
+exactly 1 counts as wrong for both).
+
+    python benchmarks/cost_model_vs_gpu.py LOG.jsonl [LOG.jsonl ...] [--arch sm_90] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from sass_lsp.schedule.game import ReorderGame
+from sass_lsp.schedule.search import apply_edits
+
+
+def ranks(xs: list[float]) -> list[float]:
+    """Ranks 1..n, ties given their mean rank."""
+    order = sorted(range(len(xs)), key=xs.__getitem__)
+    out = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def pearson(xs: list[float], ys: list[float]) -> float | None:
+    n = len(xs)
+    if n < 3:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    return sxy / (sxx * syy) ** 0.5 if sxx and syy else None
+
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    return pearson(ranks(xs), ranks(ys))
+
+
+def pairs_from_logs(paths: list[Path], arch: str) -> dict[str, list[dict]]:
+    """Per kernel: one row per matched, timed candidate (predicted, measured, CI)."""
+    originals: dict[str, dict] = {}
+    out: dict[str, list[dict]] = defaultdict(list)
+    cost_of: dict[str, float] = {}  # schedule key -> predicted cycles
+    seen: set[tuple[str, str]] = set()
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("kind") == "original":
+                originals[r["kernel"]] = r
+                continue
+            if r.get("kind") != "screen" or r.get("verdict") != "match" or r.get("speedup") is None:
+                continue
+            orig = originals.get(r["kernel"])
+            if orig is None or "edits" not in r or (r["kernel"], r["key"]) in seen:
+                continue  # an older log without its original text, or a repeat of a schedule
+            seen.add((r["kernel"], r["key"]))
+
+            def cycles(text: str, key: str, function: str = orig["function"]) -> float:
+                if key not in cost_of:
+                    cost_of[key] = ReorderGame.from_text(text, arch, kernel=function).cost_original
+                return cost_of[key]
+
+            base = cycles(orig["text"], orig["key"])
+            cand = cycles(apply_edits(orig["text"], r["edits"]), r["key"])
+            out[r["kernel"]].append(
+                {
+                    "key": r["key"],
+                    "predicted": base / cand,
+                    "measured": r["speedup"],
+                    "low": r["low"],
+                    "high": r["high"],
+                }
+            )
+    return out
+
+
+def summary(rows: list[dict]) -> dict:
+    pred = [r["predicted"] for r in rows]
+    meas = [r["measured"] for r in rows]
+    sig = [r for r in rows if r["low"] > 1 or r["high"] < 1]
+    right = sum((r["predicted"] > 1) == (r["low"] > 1) and r["predicted"] != 1 for r in sig)
+    return {
+        "n": len(rows),
+        "spearman": spearman(pred, meas),
+        "significant": len(sig),
+        "faster": sum(r["low"] > 1 for r in sig),
+        "direction_right": right,
+        "predicted_range": [min(pred, default=None), max(pred, default=None)],
+        "measured_range": [min(meas, default=None), max(meas, default=None)],
+    }
+
+
+def fmt(x: float | None, spec: str = "+.2f") -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("logs", type=Path, nargs="+")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--json", type=Path, help="write the per-candidate pairs and the summaries here")
+    args = ap.parse_args(argv)
+    per_kernel = pairs_from_logs(args.logs, args.arch)
+    if not per_kernel:
+        print("no measurement with its original text in these logs (older logs lack it)")
+        return 1
+    print(
+        f"{'kernel':18s} {'cands':>5s} {'spearman':>8s} {'signif.':>7s} {'faster':>6s} "
+        f"{'dir. right':>10s} {'predicted':>15s} {'measured':>15s}"
+    )
+    table = {name: summary(rows) for name, rows in sorted(per_kernel.items())}
+    table["(pooled)"] = summary([r for rows in per_kernel.values() for r in rows])
+    for name, s in table.items():
+        p, m = s["predicted_range"], s["measured_range"]
+        print(
+            f"{name:18s} {s['n']:5d} {fmt(s['spearman']):>8s} {s['significant']:7d} {s['faster']:6d} "
+            f"{s['direction_right']:10d} {fmt(p[0], '.4f')}-{fmt(p[1], '.4f')} "
+            f"{fmt(m[0], '.4f')}-{fmt(m[1], '.4f')}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"summary": table, "pairs": per_kernel}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
