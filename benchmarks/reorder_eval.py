@@ -104,15 +104,19 @@ def main(argv: list[str] | None = None) -> int:
         ]
         return report(rows, args.json, args.budget, wall_seconds=None)
 
-    from sass_lsp.policy.model import load_config, load_policy
+    from sass_lsp.policy.model import load_policy
+    from sass_lsp.policy.train import MODEL_CARD
 
-    meta = load_config(args.policy).get("meta", {})
-    names = args.kernels or meta.get("heldout", [])
+    names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
     net = load_policy(args.policy) if "policy" in args.methods else None
     rows = []
     t_start = time.time()
     with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:
-        for name, origin, cubin, spec in load_kernels(names, Path(tmp)):
+        kernels = load_kernels(names, Path(tmp))
+        if not kernels:
+            print(f"error: none of the kernels {names} was found (corpus: SASS_LSP_CORPUS)", file=sys.stderr)
+            return 2
+        for name, origin, cubin, spec in kernels:
             text = write_cuasm(cubin, source_name=name)
             assert assemble_cuasm(text, source_name=name) == cubin, f"{name}: round trip is not exact"
             arch = module_arch(parse_cuasm(text)[0])
