@@ -331,6 +331,69 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_finetune(args: argparse.Namespace) -> int:
+    """Fine-tune a checkpoint on measured GPU time: the Triton training kernels of the shared corpus."""
+    import time
+
+    from sass_lsp.cuasm import parse_cuasm, write_cuasm
+    from sass_lsp.cuasm.assembler import module_arch
+    from sass_lsp.files import write_atomic
+    from sass_lsp.gpu import GpuRunner, spec_from_json
+    from sass_lsp.gpu.measure import GpuMeasure
+    from sass_lsp.policy.finetune import FinetuneConfig, FinetuneKernel, finetune
+    from sass_lsp.policy.model import load_config, save_policy
+    from sass_lsp.policy.train import MODEL_CARD
+
+    names = args.kernels or list(TRITON_TRAIN)
+    held = sorted(set(names) & set(TRITON_HELDOUT + CUDA_HELDOUT))
+    if held:
+        raise CliError(f"{', '.join(held)}: held out for the evaluation\n  hint: fine-tune on {TRITON_TRAIN}")
+    base = args.policy or default_policy_path()
+    net = load_net(base)
+    args.out.mkdir(parents=True, exist_ok=True)
+    log_path = args.out / "finetune_measurements.jsonl"
+    cfg = FinetuneConfig(
+        budget_s=args.budget,
+        max_episodes=args.max_episodes,
+        episodes_per_update=args.episodes_per_update,
+        lr=args.lr,
+        seed=args.seed,
+        device=args.device,
+    )
+    t0 = time.time()
+    with GpuRunner(timeout_s=120) as runner:
+        hello = runner.hello()
+        if not hello.ok:
+            raise CliError(f"no GPU worker: {hello.error}")
+        kernels = []
+        for name in names:
+            cubin_path, launch = args.shared_corpus / f"{name}.cubin", args.shared_corpus / f"{name}.json"
+            if not (cubin_path.exists() and launch.exists()):
+                raise CliError(
+                    f"{cubin_path}: kernel or its launch JSON missing\n  hint: --shared-corpus DIR"
+                )
+            cubin = cubin_path.read_bytes()
+            spec = spec_from_json(launch.read_text(), cubin)
+            text = write_cuasm(cubin, source_name=cubin_path.name)
+            measure = GpuMeasure(runner, cubin, spec, name, log_path=log_path, original_text=text)
+            arch = module_arch(parse_cuasm(text)[0])
+            kernels.append(FinetuneKernel(name, text, arch, spec.kernel, measure))
+        summary = finetune(net, kernels, cfg, log=lambda row: print(json.dumps(row), flush=True))
+    summary["wall_s"] = round(time.time() - t0, 1)
+    summary["gpu"] = hello.result.get("device", {}).get("gpu")
+    meta = {**load_config(base).get("meta", {}), "gpu_finetune_of": str(base)}
+    save_policy(net.cpu(), args.out, meta=meta)
+    card_path = Path(base) / MODEL_CARD
+    card = json.loads(card_path.read_text()) if card_path.exists() else {}
+    card["gpu_finetune"] = summary
+    write_atomic(args.out / MODEL_CARD, json.dumps(card, indent=2) + "\n")
+    print(
+        f"wrote {args.out}: {summary['episodes']} episodes, {summary['measured']} measured, "
+        f"{summary['gpu_seconds']} GPU s, best screened speedup {summary['best_speedup']}"
+    )
+    return 0
+
+
 def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNet, dict)
     """Warm start: imitate the one-step-lookahead teacher (see sass_lsp.policy.imitate)."""
     import time
@@ -419,3 +482,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shared-corpus", type=Path, default=root.parent / "shared/corpus/sm_90")
     p.add_argument("--generated", type=Path, default=root / ".cache/corpus/sm_90")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("finetune", help="fine-tune the reorder policy on measured GPU time (REINFORCE)")
+    p.add_argument("--policy", type=Path, help="checkpoint to start from (default: the bundled one)")
+    p.add_argument("--out", type=Path, required=True, help="directory for the fine-tuned checkpoint")
+    p.add_argument("--budget", type=float, default=240.0, help="GPU seconds to spend (240)")
+    p.add_argument("--max-episodes", type=int)
+    p.add_argument("--episodes-per-update", type=int, default=8)
+    p.add_argument("--lr", type=float, default=3e-5)
+    p.add_argument("--kernels", nargs="*", help=f"shared-corpus kernels (default: {' '.join(TRITON_TRAIN)})")
+    p.add_argument("--shared-corpus", type=Path, default=root.parent / "shared/corpus/sm_90")
+    p.add_argument("--device", default="cpu", help="torch device for the updates (cpu, cuda)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_finetune)
