@@ -144,6 +144,7 @@ def main() -> None:
     parse = [r["parse"] for r in check]
     print(f"parse (not timed below): median {statistics.median(parse) * 1e3:.1f} ms")
     print(f"check cold (fresh interpreter, first call): {ms(check, 'cold')}")
+    print("  cold samples (ms, in run order): " + " ".join(f"{r['cold'] * 1e3:.0f}" for r in check))
     print(f"check warm (re-parsed module, as after an edit): {ms(check, 'warm')}")
     print(f"timeline cold: {ms(tl, 'cold')}; {tl[0]['items']} blocks")
     print(f"timeline warm: {ms(tl, 'warm')}")
