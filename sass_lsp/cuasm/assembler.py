@@ -86,6 +86,9 @@ class _Sec:
     size: int = 0  # bytes (or nobits extent) produced by the directives
     has_extent: bool = False  # directives gave a size (otherwise keep the header's for nobits)
     relocs: list[tuple[int, str, int, int]] = field(default_factory=list)  # offset, sym, type, addend
+    # the block's items by kind, as layout meets them (later passes read these, not the whole items)
+    instrs: list[Instruction] = field(default_factory=list)
+    directives: list[Directive] = field(default_factory=list)
 
 
 def directive_size(name: str, args: str, offset: int) -> int | None:
@@ -176,10 +179,11 @@ class _Assembler:
             sec = _Sec(idx, block, _section_type(block), block.field_int("size"))
             self.secs.append(sec)
             offset = 0
+            instrs, directives = sec.instrs, sec.directives
             for item in block.items:
                 if isinstance(item, Instruction):
                     offset += 16
-                    sec.has_extent = True
+                    instrs.append(item)
                 elif isinstance(item, Label):
                     if item.name in self.labels:
                         self.error(
@@ -190,6 +194,7 @@ class _Assembler:
                         )
                     self.labels[item.name] = (idx, offset)
                 else:
+                    directives.append(item)
                     try:
                         size = directive_size(item.name, item.args, offset)
                     except ValueError:
@@ -213,6 +218,8 @@ class _Assembler:
                         sec.has_extent = True
                     offset += size
             sec.size = offset
+            if instrs:
+                sec.has_extent = True
 
     # -- symbols ----------------------------------------------------------------------------------
     def load_symbols(self) -> None:
@@ -342,7 +349,7 @@ class _Assembler:
 
     def section_contexts(self, sec: _Sec) -> list[KernelContext | None]:
         """Kernel context of each instruction of ``sec`` (:mod:`sass_lsp.isa.context`)."""
-        texts = [it.text for it in sec.block.items if isinstance(it, Instruction)]
+        texts = [ins.text for ins in sec.instrs]
         return section_contexts(self.context_rules, texts)
 
     def encode_instruction(
@@ -420,15 +427,15 @@ class _Assembler:
             return
         ctx = self.context(for_data=False)
         changed = False
-        directives = [(it, None) for it in self.module.trailer]
+        directives = list(self.module.trailer)
         for sec in self.secs:
-            directives += [(it, sec) for it in sec.block.items if isinstance(it, Directive)]
+            directives += sec.directives
         for sym in self.symbols:
             hit = self.labels.get(sym.name)
             if hit is not None and hit[0] == sym.shndx and sym.value != hit[1]:
                 sym.value = hit[1]
                 changed = True
-        for item, _sec in directives:
+        for item in directives:
             if item.name != ".size":
                 continue
             args = split_args(item.args)
@@ -451,7 +458,7 @@ class _Assembler:
     def update_regcount(self) -> None:
         need: dict[int, int] = {}  # symbol index -> registers the code needs
         for sec in self.secs:
-            instrs = sec.block.instructions
+            instrs = sec.instrs
             if not instrs:
                 continue
             # one scan of the whole texts: no opcode or modifier of any table looks like R<n> (and an
@@ -573,14 +580,7 @@ class _Assembler:
                 data = b""
             else:
                 size = len(data)
-            align = next(
-                (
-                    int(it.args.split(",")[0], 0)
-                    for it in block.items
-                    if isinstance(it, Directive) and it.name == ".align"
-                ),
-                0,
-            )
+            align = next((int(it.args.split(",")[0], 0) for it in sec.directives if it.name == ".align"), 0)
             name_off = block.field_int("name")
             if "name" not in block.fields and shstrtab is not None:
                 pos = bytes(shstrtab.data).find(block.name.encode() + b"\0")

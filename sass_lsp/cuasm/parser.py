@@ -119,7 +119,7 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     for lineno, raw in enumerate(text.splitlines(), 1):
         if section is not None:
             plain = spaced_match(raw)  # the writer's instruction line (_PLAIN_RE): the fast path
-            if plain is None or '"' in plain[2]:
+            if plain is None or '"' in raw:  # (where it matches, a '"' of the line is in its text)
                 plain = plain_match(raw)
             if plain is not None:
                 section.items.append(
