@@ -8,6 +8,8 @@ from ``game.edits`` (every state of the game is hazard-free: the game repairs co
 move).
 
 No training dependencies (PPO, vector envs); ``time_budget_s`` bounds the search for interactive use.
+``warm_up(net)`` (once, where the policy is loaded) takes the per-process costs off the first request: the
+game's imports (gymnasium, the hazard analysis) and torch's first forward pass.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from sass_lsp.policy.model import PolicyNet, collate, compact
@@ -52,6 +55,23 @@ class _Branch:
     def record(self) -> None:
         if float(self.game.cost) < self.best_cost:
             self.best, self.best_cost = self.game.snapshot(), float(self.game.cost)
+
+
+def warm_up(net: PolicyNet) -> None:
+    """Import the game and run one forward pass on a tiny observation, so that a process's first request
+    pays only for its text (the imports and torch's first pass cost hundreds of ms, once per process)."""
+    import sass_lsp.schedule.game  # noqa: F401  (the import is the point)
+
+    tiny = {
+        "tok": np.ones((2, len(ob.TOKEN_VOCAB)), dtype=np.int16),
+        "num": np.zeros((2, ob.N_NUM), dtype=np.float32),
+        "adj": np.zeros((2, 2), dtype=np.uint8),
+        "cand": np.array([[0, 1]], dtype=np.int16),
+        "cand_mask": np.ones(1, dtype=bool),
+    }
+    net.eval()
+    with torch.inference_mode():
+        net(collate([tiny]))
 
 
 def suggest(
