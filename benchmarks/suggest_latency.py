@@ -11,8 +11,10 @@ policy, as the editor's code actions and the CLI call it (its default 0.2 s sear
   before, as after a user's edit (per-instruction-text caches hit, nothing keyed on the whole text does);
 - same text: the request repeated (cursor moves): the game for the text is cached, only the search runs.
 
-``suggest`` spends at most its time budget (0.2 s from the call's start) searching, so a kernel where the
-search has work takes about that long; what exceeds it is the build, the first pass and the last step.
+``suggest``'s time budget (0.2 s) is the whole call, from its start: the search plans to end by 90% of it
+(``SEARCH_SHARE``; the rest is for the suggestions' edits and a slower step than planned), so a kernel where
+the search has work takes about 180 ms; what exceeds the budget is the build, the first forward pass and the
+policy's first move, which always run.
 
 The policy's load and its warm-up (``warm_up``: the game's imports and torch's first forward pass, once per
 process, as the CLI and the server do right after loading) are printed on their own. Medians and minima of
