@@ -11,10 +11,11 @@ API
 ``reordered_kernel(k, sem, orders, repair=True) -> Kernel``
     A new Kernel with the blocks in ``orders`` ({block: order}) permuted and repaired; ``Node.idx``
     renumbered, ``Node.line`` and columns kept from the original node; blocks and CFG identical.
-``block_edit(lines, k, block, order, ctrls) -> (first_line, last_line, new_lines)``
+``block_edit(lines, k, block, order, ctrls, texts=None) -> (first_line, last_line, new_lines)``
     Replacement for the 1-based inclusive line range of the block's instructions: slot i gets instruction
     ``order[i]`` with control field ``ctrls[i]``; comments and blank lines in the range stay; each slot keeps
     its ``/*addr*/`` comment; an instruction's trailing comment (``// hidden 0x...``) travels with it.
+    ``texts``: ``repaired_texts(k, block, order, ctrls)`` when the caller has them.
 ``ctrl_text(c) -> str``                   ``B------:R-:W2:Y:S04`` (the text inside the brackets).
 ``repaired_texts(k, block, order, ctrls) -> list[str]``
     The instruction texts ``block_edit`` and ``reordered_kernel`` write (``.reuse`` dropped where unsafe).
@@ -133,11 +134,17 @@ def reordered_kernel(
 
 
 def block_edit(
-    lines: Sequence[str], k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[Ctrl]
+    lines: Sequence[str],
+    k: Kernel,
+    block: int,
+    order: Sequence[int],
+    ctrls: Sequence[Ctrl],
+    texts: Sequence[str] | None = None,
 ) -> tuple[int, int, list[str]]:
     b = k.blocks[block]
     slots = k.nodes[b.start : b.end]
-    texts = repaired_texts(k, block, order, ctrls)
+    if texts is None:
+        texts = repaired_texts(k, block, order, ctrls)
     slot_at = {nd.line: p for p, nd in enumerate(slots)}
     first, last = slots[0].line, slots[-1].line
     out = []
@@ -147,8 +154,12 @@ def block_edit(
             out.append(lines[line - 1])
             continue
         ins = k.nodes[order[p]]
-        head = _head(lines[line - 1], slots[p], ctrl_text(ctrls[p]))
-        out.append(head + _tail(lines[ins.line - 1], ins, texts[p]))
+        text, ctrl = texts[p], ctrl_text(ctrls[p])
+        old = lines[line - 1]
+        if ins is slots[p] and text == ins.text and _same_ctrl(old, ins, ctrl):
+            out.append(old)  # what _head + _tail give for the slot's own instruction, unchanged
+            continue
+        out.append(_head(old, slots[p], ctrl) + _tail(lines[ins.line - 1], ins, text))
     return first, last, out
 
 
@@ -159,10 +170,13 @@ def repaired_texts(k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[
     for p, x in enumerate(order):
         nd = nodes[x]
         reused = text_registers(nd.text)[1]
+        if not reused:
+            out.append(nd.text)
+            continue
         keep = not ctrls[p].yield_flag and all(
             _window(nodes, range(x + 1, b.end), u) == _window(nodes, order[p + 1 :], u) for u in reused
         )
-        out.append(nd.text if not reused or keep else _REUSE.sub("", nd.text))
+        out.append(nd.text if keep else _REUSE.sub("", nd.text))
     return out
 
 
@@ -371,7 +385,8 @@ def _setters(plan: _Plan, order: Sequence[int], waits: Sequence[int]) -> list[tu
     last: dict[int, int] = {}
     out = []
     for p, x in enumerate(order):
-        out.append(tuple(q for sb, q in last.items() if waits[p] >> sb & 1))
+        wait = waits[p]
+        out.append(tuple(q for sb, q in last.items() if wait >> sb & 1) if wait else ())
         f = info[x]
         for sb in (f.wsb, f.rsb):
             if sb is not None:
@@ -451,6 +466,12 @@ def _split(line: str, nd: Node) -> tuple[int, int]:
     close = line.index("]", nd.ctrl_col - 1)
     m = _ADDR.match(line, close + 1)
     return close, m.end() if m else close + 1
+
+
+def _same_ctrl(line: str, nd: Node, ctrl: str) -> bool:
+    """The line's control field reads ``ctrl`` exactly (so rewriting it changes nothing)."""
+    start = nd.ctrl_col - 1
+    return line.startswith(ctrl, start) and line.startswith("]", start + len(ctrl))
 
 
 def _head(line: str, slot: Node, ctrl: str) -> str:
