@@ -72,7 +72,7 @@ from typing import Any
 import numpy as np
 
 from sass_lsp.analysis.hazards import Checker, Event, State
-from sass_lsp.analysis.program import Kernel, Node
+from sass_lsp.analysis.program import Ctrl, Kernel, Node
 from sass_lsp.isa.semantics import UNIT_BASE, ZERO_INDEX, Semantics, unit_kind
 from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDGE_WAR, EDGE_WAW
 
@@ -422,41 +422,25 @@ def text_registers(text: str) -> tuple[frozenset[int], frozenset[int]]:
     return frozenset(named), frozenset(reused)
 
 
-@dataclass(frozen=True, slots=True)
-class _TextFacts:
-    """The part of :class:`NodeFacts` that depends on the instruction text alone (its Effects)."""
-
-    uses: frozenset[int]
-    defs: frozenset[int]
-    touch: frozenset[int]
-    late: frozenset[int]
-    reads: tuple[tuple[int, str], ...]
-    dst_pipe: dict[int, str]  # for an instruction that adds no event (else empty: see _node_facts)
-    mem: tuple[int, int] | None
-    depbar: tuple[int, int] | None
-    gmma: bool
-    shared: bool
-    bar_sync: bool
-    positional: bool  # reads a clock, counter or the PC, or has a label operand (see _POSITIONAL)
+_NODE_FACTS: dict[tuple[str, Ctrl, int], tuple[Any, NodeFacts]] = {}  # kept across kernels (never changed)
 
 
-_TEXT_FACTS: dict[str, tuple[Any, _TextFacts]] = {}  # text -> (its Effects, facts): kept across kernels
-
-
-def _text_facts(nd: Node) -> _TextFacts:
-    """Cached per text (and Effects object: another arch's table gives another one); after an edit only the
-    new texts cost anything."""
-    hit = _TEXT_FACTS.get(nd.text)
+def _node_facts(nd: Node) -> NodeFacts:
+    """Cached per (text, control code, index) and Effects object (another arch's table gives another one):
+    after an edit only the instructions it changed (or moved) cost anything."""
+    key = (nd.text, nd.ctrl, nd.idx)
+    hit = _NODE_FACTS.get(key)
     if hit is not None and hit[0] is nd.eff:
         return hit[1]
-    if len(_TEXT_FACTS) >= 1 << 16:
-        _TEXT_FACTS.clear()
-    facts = _TEXT_FACTS[nd.text] = (nd.eff, _compute_text_facts(nd))
-    return facts[1]
+    if len(_NODE_FACTS) >= 1 << 16:
+        _NODE_FACTS.clear()
+    facts = _compute_node_facts(nd)
+    _NODE_FACTS[key] = (nd.eff, facts)
+    return facts
 
 
-def _compute_text_facts(nd: Node) -> _TextFacts:
-    eff = nd.eff
+def _compute_node_facts(nd: Node) -> NodeFacts:
+    eff, c = nd.eff, nd.ctrl
     never = eff.never
     gmma = "gmma" in eff.flags
     uses = frozenset() if never else eff.use_units
@@ -480,8 +464,18 @@ def _compute_text_facts(nd: Node) -> _TextFacts:
             else:
                 kind = unit_kind(u)
             reads.append((u, kind))
+    queue = eff.queue or f"#{nd.idx}"
+    events: list[Event] = []
+    is_event = not never and not gmma and (eff.variable or c.write_sb is not None or c.read_sb is not None)
     dst_pipe: dict[int, str] = {}
-    if not never and not gmma:
+    if is_event:
+        if eff.variable or c.write_sb is not None:
+            wsb = -1 if c.write_sb is None else c.write_sb
+            if wsb >= 0 or defs:
+                events.append(Event(nd.idx, wsb, "W", queue, defs, eff.guard, eff.guard_neg))
+        if c.read_sb is not None:
+            events.append(Event(nd.idx, c.read_sb, "R", queue, late, eff.guard, eff.guard_neg))
+    elif not never and not gmma:
         for op in eff.dsts:
             for n, u in enumerate(op.units):
                 dst_pipe[u] = eff.pipe + "_hi" if op.hi and n >= op.hi else eff.pipe
@@ -494,36 +488,6 @@ def _compute_text_facts(nd: Node) -> _TextFacts:
     if "depbar" in eff.flags and eff.sb_set:
         keep = eff.imm[0] if eff.imm and "LE" in eff.modifiers else 0
         depbar = (eff.sb_set, keep)
-    return _TextFacts(
-        uses,
-        defs,
-        uses | defs,
-        late,
-        tuple(reads),
-        dst_pipe,
-        None if never else mem,
-        depbar,
-        gmma,
-        "shared" in eff.flags and not never,
-        "bar_sync" in eff.flags and not never,
-        bool(_POSITIONAL.search(nd.text)),
-    )
-
-
-def _node_facts(nd: Node) -> NodeFacts:
-    eff, c = nd.eff, nd.ctrl
-    t = _text_facts(nd)
-    never, gmma, uses, defs = eff.never, t.gmma, t.uses, t.defs
-    queue = eff.queue or f"#{nd.idx}"
-    events: list[Event] = []
-    is_event = not never and not gmma and (eff.variable or c.write_sb is not None or c.read_sb is not None)
-    if is_event:
-        if eff.variable or c.write_sb is not None:
-            wsb = -1 if c.write_sb is None else c.write_sb
-            if wsb >= 0 or defs:
-                events.append(Event(nd.idx, wsb, "W", queue, defs, eff.guard, eff.guard_neg))
-        if c.read_sb is not None:
-            events.append(Event(nd.idx, c.read_sb, "R", queue, t.late, eff.guard, eff.guard_neg))
     return NodeFacts(
         nd.idx,
         eff.opcode,
@@ -531,22 +495,22 @@ def _node_facts(nd: Node) -> NodeFacts:
         queue,
         uses,
         defs,
-        t.touch,
-        t.late,
-        t.reads,
-        {} if is_event else t.dst_pipe,  # a result with an event is not fixed-latency
+        uses | defs,
+        late,
+        tuple(reads),
+        dst_pipe,
         eff.guard,
         eff.guard_neg,
         eff.variable,
         never,
         gmma,
-        t.shared,
-        t.bar_sync,
-        t.mem,
+        "shared" in eff.flags and not never,
+        "bar_sync" in eff.flags and not never,
+        None if never else mem,
         c.write_sb,
         c.read_sb,
         tuple(events),
-        t.depbar,
+        depbar,
         c.stall,
         c.yield_flag,
         c.wait_mask,
@@ -708,7 +672,12 @@ class _Edges:
 
 
 def _is_barrier(f: NodeFacts, nd: Node) -> bool:
-    return f.opcode in _BARRIERS or f.pipe == "unknown" or _text_facts(nd).positional
+    return f.opcode in _BARRIERS or f.pipe == "unknown" or _positional(nd.text)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _positional(text: str) -> bool:
+    return bool(_POSITIONAL.search(text))
 
 
 def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
