@@ -422,20 +422,22 @@ def text_registers(text: str) -> tuple[frozenset[int], frozenset[int]]:
     return frozenset(named), frozenset(reused)
 
 
-_NODE_FACTS: dict[tuple[str, Ctrl, int], tuple[Any, NodeFacts]] = {}  # kept across kernels (never changed)
+# (text, index) -> (Effects, control code, facts), kept across kernels (facts are never changed)
+_NODE_FACTS: dict[tuple[str, int], tuple[Any, Ctrl, NodeFacts]] = {}
 
 
 def _node_facts(nd: Node) -> NodeFacts:
-    """Cached per (text, control code, index) and Effects object (another arch's table gives another one):
-    after an edit only the instructions it changed (or moved) cost anything."""
-    key = (nd.text, nd.ctrl, nd.idx)
+    """Cached per (text, index, control code) and Effects object (another arch's table gives another one):
+    after an edit only the instructions it changed (or moved) cost anything. The control code is compared
+    on a hit rather than hashed into the key (hashing it costs a new kernel a microsecond per node)."""
+    key = (nd.text, nd.idx)
     hit = _NODE_FACTS.get(key)
-    if hit is not None and hit[0] is nd.eff:
-        return hit[1]
+    if hit is not None and hit[0] is nd.eff and hit[1] == nd.ctrl:
+        return hit[2]
     if len(_NODE_FACTS) >= 1 << 16:
         _NODE_FACTS.clear()
     facts = _compute_node_facts(nd)
-    _NODE_FACTS[key] = (nd.eff, facts)
+    _NODE_FACTS[key] = (nd.eff, nd.ctrl, facts)
     return facts
 
 
