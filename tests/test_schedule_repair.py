@@ -418,3 +418,52 @@ def test_a_load_without_read_scoreboard_stays_before_younger_ones_with_one() -> 
     assert younger and all(k.nodes[order[q]].eff.opcode == "LDG" for q in younger[:2])
     targets = legal_targets(order, pos, block_deps(k, b.idx, SEM))
     assert max(targets) < younger[0] and min(targets) < pos
+
+
+def test_incremental_repair_matches_the_plain_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long block's repair resumes from its ptxas order's repair at the first changed position (and its
+    waits rejoin it): the same waits and stalls as the passes from the block's start, for every block (the
+    threshold lowered to 2) on random legal orders of one to eight moves."""
+    from sass_lsp.schedule import repair
+
+    monkeypatch.setattr(repair, "INCREMENTAL_MIN", 2)
+    n = 0
+    for name, k in kernels():
+        rng = random.Random(f"incremental:{name}")
+        ctx = kernel_context(k, SEM)
+        for b in k.blocks:
+            if b.end - b.start < 2:
+                continue
+            deps = block_deps(k, b.idx, SEM)
+            plan = repair._plan(ctx, b.idx, ctx.entry[b.idx])
+            for _trial in range(3):
+                order = list(range(b.start, b.end))
+                for _ in range(rng.choice((1, 2, 8))):
+                    mv = random_move(rng, order, deps)
+                    if mv is not None:
+                        order = move(order, *mv)
+                waits = repair._waits(plan, order)
+                assert repair._repair_order(plan, order) == (waits, repair._stalls(plan, order, waits)), name
+                n += 1
+    assert n > 1000
+
+
+def test_ptxas_order_ranges_match_legal_targets() -> None:
+    """The legal ranges of a block's ptxas order computed at once from the edge arrays are the scans'."""
+    from sass_lsp.schedule.features import _ptxas_ranges
+
+    for name, k in kernels():
+        for b in k.blocks:
+            if b.end - b.start < 2:
+                continue
+            deps = block_deps(k, b.idx, SEM)
+            order = list(range(b.start, b.end))
+            n = len(order)
+            for first, last in ((0, n - 1), (n // 3, 2 * n // 3)):
+                scans = [
+                    (q, q)
+                    if x in deps.fixed or not first <= q <= last
+                    else (legal_targets(order, q, deps)[0], legal_targets(order, q, deps)[-1])
+                    for q, x in enumerate(order)
+                ]
+                assert _ptxas_ranges(deps, first, last) == scans, (name, b.idx)

@@ -8,6 +8,8 @@ from ``game.edits`` (every state of the game is hazard-free: the game repairs co
 move).
 
 No training dependencies (PPO, vector envs); ``time_budget_s`` bounds the search for interactive use.
+``warm_up(net)`` (once, where the policy is loaded) takes the per-process costs off the first request: the
+game's imports (gymnasium, the hazard analysis) and torch's first forward pass.
 """
 
 from __future__ import annotations
@@ -20,12 +22,19 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from sass_lsp.policy.model import PolicyNet, collate, compact
 from sass_lsp.schedule import observation as ob
 
 Edit = tuple[int, int, tuple[str, ...]]  # (first line, last line, new lines), 1-based inclusive
+
+# Under a time budget the search plans to end by this share of it: the rest is for what follows the last
+# step (the suggestions' text edits, a few ms per block of thousands of lines) and for a step that takes
+# longer than the one before it (the step times the plan extrapolates move by tens of percent on a busy
+# machine), so that the call as a whole ends within its budget.
+SEARCH_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,23 @@ class _Branch:
             self.best, self.best_cost = self.game.snapshot(), float(self.game.cost)
 
 
+def warm_up(net: PolicyNet) -> None:
+    """Import the game and run one forward pass on a tiny observation, so that a process's first request
+    pays only for its text (the imports and torch's first pass cost hundreds of ms, once per process)."""
+    import sass_lsp.schedule.game  # noqa: F401  (the import is the point)
+
+    tiny = {
+        "tok": np.ones((2, len(ob.TOKEN_VOCAB)), dtype=np.int16),
+        "num": np.zeros((2, ob.N_NUM), dtype=np.float32),
+        "adj": np.zeros((2, 2), dtype=np.uint8),
+        "cand": np.array([[0, 1]], dtype=np.int16),
+        "cand_mask": np.ones(1, dtype=bool),
+    }
+    net.eval()
+    with torch.inference_mode():
+        net(collate([tiny]))
+
+
 def suggest(
     text: str,
     arch: str,
@@ -68,13 +94,15 @@ def suggest(
     """Up to ``top`` distinct reorderings of ``kernel`` (default: the largest) that the cost model predicts
     to be faster, best first.
 
-    ``branches``: first moves explored (default ``top + 1``). ``time_budget_s`` (from the call's start):
-    no further first move is tried and rollouts stop extending when the next one would overrun it, each
-    keeping its best prefix so far; the first forward pass and the policy's first move always run. None
-    plays every rollout to its end (deterministic).
+    ``branches``: first moves explored (default ``top + 1``). ``time_budget_s``: the whole call, from its
+    start (the game's build included): no further first move is tried and rollouts stop extending when the
+    next one would end after the search's share of it (:data:`SEARCH_SHARE`), each keeping its best prefix
+    so far; the first forward pass and the policy's first move always run. None plays every rollout to its
+    end (deterministic).
     Building the game for a text (parse, dependences) is cached for the last few texts.
     """
     start = time.perf_counter()
+    deadline = None if time_budget_s is None else start + SEARCH_SHARE * time_budget_s
     game = _pristine_game(text, arch, kernel, max_moves).clone()
     obs, _ = game.reset()
     cost0 = float(game.cost_original)
@@ -94,7 +122,7 @@ def suggest(
     t_moves = 0.0  # seconds per first move (each repairs the block: tens of ms on thousands of lines)
     for row in first_moves:
         now = time.perf_counter()
-        if live and time_budget_s is not None and now - start + t_moves > time_budget_s:
+        if live and deadline is not None and now + t_moves > deadline:
             break  # the policy's first choice always runs; the others while the budget lasts
         g = game.clone()
         o, _r, term, trunc, _info = g.step(row)
@@ -108,8 +136,8 @@ def suggest(
     while True:
         todo = [br for br in live if br.alive]
         now = time.perf_counter()
-        if todo and time_budget_s is not None:
-            left = time_budget_s - (now - start)
+        if todo and deadline is not None:
+            left = deadline - now
             if per_branch * len(todo) > left:
                 todo = todo[:1] if per_branch < left else []
         if not todo:

@@ -65,14 +65,14 @@ import itertools
 import math
 import re
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from sass_lsp.analysis.hazards import Checker, Event, State
-from sass_lsp.analysis.program import Kernel, Node
+from sass_lsp.analysis.program import Ctrl, Kernel, Node
 from sass_lsp.isa.semantics import UNIT_BASE, ZERO_INDEX, Semantics, unit_kind
 from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDGE_WAR, EDGE_WAW
 
@@ -142,7 +142,7 @@ class BlockDeps:
     block: int
     start: int
     end: int
-    edges: dict[tuple[int, int], int]
+    edges: Mapping[tuple[int, int], int]  # an EdgeMap when built by block_deps
     fixed: frozenset[int]
     glued: frozenset[int] = frozenset()
     barriers: frozenset[int] = frozenset()  # fixed nodes nothing crosses (incl. the block's last instruction)
@@ -159,6 +159,8 @@ class BlockDeps:
 
     def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``edges`` as arrays: from nodes, to nodes (int64) and EDGE bits (uint8), in ``edges`` order."""
+        if isinstance(self.edges, EdgeMap):
+            return self.edges.arrays
         hit = self._index.get("arrays")
         if hit is None:
             n = len(self.edges)
@@ -420,7 +422,26 @@ def text_registers(text: str) -> tuple[frozenset[int], frozenset[int]]:
     return frozenset(named), frozenset(reused)
 
 
+# (text, index) -> (Effects, control code, facts), kept across kernels (facts are never changed)
+_NODE_FACTS: dict[tuple[str, int], tuple[Any, Ctrl, NodeFacts]] = {}
+
+
 def _node_facts(nd: Node) -> NodeFacts:
+    """Cached per (text, index, control code) and Effects object (another arch's table gives another one):
+    after an edit only the instructions it changed (or moved) cost anything. The control code is compared
+    on a hit rather than hashed into the key (hashing it costs a new kernel a microsecond per node)."""
+    key = (nd.text, nd.idx)
+    hit = _NODE_FACTS.get(key)
+    if hit is not None and hit[0] is nd.eff and hit[1] == nd.ctrl:
+        return hit[2]
+    if len(_NODE_FACTS) >= 1 << 16:
+        _NODE_FACTS.clear()
+    facts = _compute_node_facts(nd)
+    _NODE_FACTS[key] = (nd.eff, nd.ctrl, facts)
+    return facts
+
+
+def _compute_node_facts(nd: Node) -> NodeFacts:
     eff, c = nd.eff, nd.ctrl
     never = eff.never
     gmma = "gmma" in eff.flags
@@ -511,41 +532,47 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
     uniform_readers: dict[int, list[int]] = {}  # uniform register -> its readers since its last write
     last_bar = None
     dist: dict[int, tuple[tuple[int, int], ...]] = {}
+    latencies = _latency_lookup(ctx.sem)
+    ur_base, bar_gap, maxlat = UNIT_BASE["UR"], ctx.bar_gap, ctx.maxlat
     for j in range(b.start, b.end):
         f = info[j]
         if f.never:
             continue
-        cons: dict[int, int] = {}
-
-        def need(i: int, cycles: int, cons: dict[int, int] = cons) -> None:
-            if cycles > cons.get(i, 0):
-                cons[i] = cycles
-
+        cons: dict[int, int] = {}  # i -> cycles: the largest each constraint below asks (inlined: hot)
+        tj = orig_t[j]
         for u, kind in f.reads:
             p = last_w.get(u)
             pipe = info[p].dst_pipe.get(u) if p is not None else None
             if pipe is not None and not complementary(info[p], f):
-                row = ctx.sem.latency(pipe, f.pipe, kind)
-                if row is not None:
+                lat = latencies(pipe, f.pipe, kind)
+                if lat is not None:
                     # A pair a move brings closer than ptxas placed it gets UNTRUSTED_RAW_FLOOR or the
                     # hardware-measured latency; a pair at least as far apart as in ptxas's order keeps
                     # ptxas's judgement.
-                    placed = ctx.sem.placement_latency(pipe, f.pipe, kind) or row.cycles
+                    cycles, placed = lat
                     floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
-                    need(p, max(row.cycles, min(floor, orig_t[j] - orig_t[p])))
-        if f.shared and last_bar is not None and ctx.bar_gap:
-            need(last_bar, ctx.bar_gap)
+                    c = max(cycles, min(floor, tj - orig_t[p]))
+                    if c > cons.get(p, 0):
+                        cons[p] = c
+        if f.shared and last_bar is not None and bar_gap and bar_gap > cons.get(last_bar, 0):
+            cons[last_bar] = bar_gap
         for u in f.defs:
             p = last_w.get(u)
             pipe = info[p].dst_pipe.get(u) if p is not None else None
             if pipe is not None:  # the older fixed-latency write must land first: keep ptxas's distance
-                need(p, min(orig_t[j] - orig_t[p], ctx.maxlat.get(pipe, 0)))
+                c = min(tj - orig_t[p], maxlat.get(pipe, 0))
+                if c > cons.get(p, 0):
+                    cons[p] = c
             for r in late_readers.pop(u, ()):  # the late read must happen first: keep ptxas's distance
-                need(r, min(orig_t[j] - orig_t[r], LATE_READ_CAP))
+                c = min(tj - orig_t[r], LATE_READ_CAP)
+                if c > cons.get(r, 0):
+                    cons[r] = c
             for r in uniform_readers.pop(u, ()):  # uniform sources are read after issue (see UNIFORM_WAR)
-                need(r, min(orig_t[j] - orig_t[r], UNTRUSTED_RAW_FLOOR))
+                c = min(tj - orig_t[r], UNTRUSTED_RAW_FLOOR)
+                if c > cons.get(r, 0):
+                    cons[r] = c
         for u in f.uses:
-            if u >= UNIT_BASE["UR"]:
+            if u >= ur_base:
                 uniform_readers.setdefault(u, []).append(j)
         if (f.variable or f.mem is not None) and f.rsb is None and not f.gmma:
             for u in f.late:
@@ -559,25 +586,100 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
     return BlockFacts(block, b.start, b.end, info, dist, orig_t, t)
 
 
+def _latency_lookup(sem: Semantics) -> Callable[[str, str, str], tuple[int, int] | None]:
+    """``(producer pipe, consumer pipe, operand kind) -> (latency, placement latency)`` or None, memoised
+    (a block of thousands asks the same few pipe pairs thousands of times)."""
+    memo: dict[tuple[str, str, str], tuple[int, int] | None] = {}
+
+    def lookup(producer: str, consumer: str, kind: str) -> tuple[int, int] | None:
+        key = (producer, consumer, kind)
+        if key not in memo:
+            row = sem.latency(producer, consumer, kind)
+            placed = sem.placement_latency(producer, consumer, kind) if row is not None else None
+            memo[key] = None if row is None else (row.cycles, placed or row.cycles)
+        return memo[key]
+
+    return lookup
+
+
+class EdgeMap(Mapping[tuple[int, int], int]):
+    """``BlockDeps.edges``: ``(i, j) -> EDGE bits`` held as arrays (what the game reads); the dict of pairs is
+    built only when something looks pairs up (tens of thousands in a block of 2,000 instructions)."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, bits: np.ndarray) -> None:
+        self.arrays = (src, dst, bits)
+        self._dict: dict[tuple[int, int], int] | None = None
+
+    def _pairs(self) -> dict[tuple[int, int], int]:
+        if self._dict is None:
+            src, dst, bits = (a.tolist() for a in self.arrays)
+            self._dict = dict(zip(zip(src, dst, strict=True), bits, strict=True))
+        return self._dict
+
+    def __getitem__(self, key: tuple[int, int]) -> int:
+        return self._pairs()[key]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter(self._pairs())
+
+    def __len__(self) -> int:
+        return len(self.arrays[2])
+
+    def __repr__(self) -> str:
+        return f"EdgeMap({self._pairs()!r})"
+
+
 class _Edges:
-    def __init__(self) -> None:
-        self.bits: dict[tuple[int, int], int] = {}
+    """Edges as they are found, merged once at the end (appending an int is much cheaper than updating a dict
+    of pairs per edge): per EDGE bit a list of keys ``i * stride + j``, ``i < j``. The hot loops append to
+    ``of(bit)`` directly when they know ``i < j``."""
+
+    def __init__(self, end: int) -> None:
+        self.stride = end  # every node index is below it
+        self.keys: dict[int, list[int]] = {}
+        self.chunks: list[tuple[np.ndarray, int]] = []  # long runs of keys, as arrays
+
+    def of(self, bit: int) -> list[int]:
+        return self.keys.setdefault(bit, [])
 
     def add(self, i: int, j: int, bit: int) -> None:
         if i != j:
-            key = (i, j) if i < j else (j, i)
-            self.bits[key] = self.bits.get(key, 0) | bit
+            self.of(bit).append(i * self.stride + j if i < j else j * self.stride + i)
 
     def add_before(self, sources: Iterable[int], j: int, bit: int) -> None:
         """``add(i, j, bit)`` for each source ``i < j``, without a call per edge (blocks of thousands)."""
-        bits = self.bits
-        for i in sources:
-            key = (i, j)
-            bits[key] = bits.get(key, 0) | bit
+        s = self.stride
+        if isinstance(sources, range) and sources.step == 1:
+            self.of(bit).extend(range(sources.start * s + j, sources.stop * s + j, s))
+        elif isinstance(sources, list) and len(sources) > 64:
+            self.chunks.append((np.array(sources, dtype=np.int64) * s + j, bit))
+        else:
+            self.of(bit).extend(i * s + j for i in sources)
+
+    def merged(self) -> EdgeMap:
+        """The distinct pairs, sorted, with their bits OR-ed."""
+        chunks = [(np.array(keys, dtype=np.int64), bit) for bit, keys in self.keys.items() if keys]
+        chunks += self.chunks
+        if not chunks:
+            empty = np.zeros(0, dtype=np.int64)
+            return EdgeMap(empty, empty.copy(), np.zeros(0, dtype=np.uint8))
+        keys = np.concatenate([k for k, _ in chunks])
+        bit = np.concatenate([np.full(len(k), b, dtype=np.uint8) for k, b in chunks])
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+        bits = np.bitwise_or.reduceat(bit[order], starts)
+        pairs = sk[starts]
+        return EdgeMap(pairs // self.stride, pairs % self.stride, bits)
 
 
 def _is_barrier(f: NodeFacts, nd: Node) -> bool:
-    return f.opcode in _BARRIERS or f.pipe == "unknown" or bool(_POSITIONAL.search(nd.text))
+    return f.opcode in _BARRIERS or f.pipe == "unknown" or _positional(nd.text)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _positional(text: str) -> bool:
+    return bool(_POSITIONAL.search(text))
 
 
 def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
@@ -586,7 +688,7 @@ def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
     facts = ctx.block_facts(block)
     info = facts.info
     idxs = range(b.start, b.end)
-    edges = _Edges()
+    edges = _Edges(b.end)
     fixed: set[int] = set()
     glued: set[int] = set()
     barriers: set[int] = set()
@@ -597,25 +699,24 @@ def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
     last = b.end - 1
     fixed.add(last)
     barriers.add(last)
+    edges.add_before(range(b.start, last), last, EDGE_ORDER)
+    order = edges.of(EDGE_ORDER)
     for j in idxs:
         f = info[j]
-        if j != last:
-            edges.add(j, last, EDGE_ORDER)
         if f.never or f.gmma or f.opcode == "NOP" or f.depbar:
             fixed.add(j)
         if _is_barrier(f, k.nodes[j]):
             fixed.add(j)
             barriers.add(j)
             edges.add_before(range(b.start, j), j, EDGE_ORDER)
-            for i in range(j + 1, b.end):
-                edges.add(i, j, EDGE_ORDER)
+            order.extend(range(j * edges.stride + j + 1, j * edges.stride + b.end))  # (j, i) for i > j
     _scoreboard_edges(ctx, facts, edges)
     _gmma_edges(ctx, facts, edges)
     _placeholders(k, b, facts, fixed, glued)
     _reuse_window(k, b, facts, fixed, glued)
     _anchor_edges(ctx, block, facts, edges)
     return BlockDeps(
-        block, b.start, b.end, edges.bits, frozenset(fixed), frozenset(glued), frozenset(barriers)
+        block, b.start, b.end, edges.merged(), frozenset(fixed), frozenset(glued), frozenset(barriers)
     )
 
 
@@ -624,18 +725,19 @@ def _register_edges(facts: BlockFacts, edges: _Edges) -> None:
     since."""
     last_def: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
+    s = edges.stride
+    raw, waw, war = edges.of(EDGE_RAW).append, edges.of(EDGE_WAW).append, edges.of(EDGE_WAR)
     for j in range(facts.start, facts.end):
         f = facts.info[j]
         for u in f.uses:
             p = last_def.get(u)
             if p is not None:
-                edges.add(p, j, EDGE_RAW)
+                raw(p * s + j)
         for u in f.defs:
             p = last_def.get(u)
             if p is not None:
-                edges.add(p, j, EDGE_WAW)
-            for r in readers.pop(u, ()):
-                edges.add(r, j, EDGE_WAR)
+                waw(p * s + j)
+            war.extend(r * s + j for r in readers.pop(u, ()))
             last_def[u] = j
         for u in f.uses - f.defs:
             readers.setdefault(u, []).append(j)
@@ -667,15 +769,15 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
     before = facts.start - 1  # where an event pending at entry sits in this block's order
     sbless = [(before, e.queue, e.units) for e in (entry.events if entry else ()) if e.sb < 0]
     sbless += [(e.idx, e.queue, e.units) for j in producers for e in info[j].events if e.sb < 0]
+    st = edges.stride
+    order = edges.of(EDGE_ORDER)  # every pair below is (older, younger)
     for a, queue, units in sbless:
         same = [j for j in producers if info[j].queue == queue and j > a]
-        for j in same if a > before else ():
-            edges.add(a, j, EDGE_ORDER)
-        for c in idxs:
-            if c > a and info[c].touch & units:
-                for j in same:
-                    if j < c:
-                        edges.add(j, c, EDGE_ORDER)
+        if a > before:
+            order.extend(a * st + j for j in same)
+        for c in range(max(a + 1, facts.start), facts.end):
+            if info[c].touch & units:
+                order.extend(j * st + c for j in same[: bisect.bisect_left(same, c)])
     # A memory op without an R scoreboard reads its sources when it leaves its queue, in order with that
     # queue: a later op's R scoreboard also covers it, and ptxas lets the next writer of its sources wait on
     # that one. It stays before every later R-scoreboard op of its queue (on the H200 an LDG sunk below two
@@ -689,14 +791,12 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
         f = info[i]
         if f.mem is not None and f.rsb is None and f.late and not f.gmma:  # (a never-run op has no mem)
             later = read_sb_ops.get(f.queue, ())
-            for j in later[bisect.bisect_right(later, i) :]:
-                edges.add(i, j, EDGE_ORDER)
+            order.extend(i * st + j for j in later[bisect.bisect_right(later, i) :])
     # DEPBAR.LE SBn, k > 0 (here or in a successor) counts the youngest k: keep their order.
     for sb in range(6):
         if ctx.keep_sbs >> sb & 1:
             chain = [j for j in producers if sb in (info[j].wsb, info[j].rsb)]
-            for i, j in zip(chain, chain[1:], strict=False):
-                edges.add(i, j, EDGE_ORDER)
+            order.extend(i * st + j for i, j in zip(chain, chain[1:], strict=False))
 
 
 def _gmma_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> None:
@@ -751,18 +851,22 @@ def _anchor_edges(ctx: KernelContext, block: int, facts: BlockFacts, edges: _Edg
     def spacers(cycles: int) -> int:
         return math.ceil(cycles / MAX_STALL) - 1
 
+    st = edges.stride
+    order = edges.of(EDGE_ORDER)  # keys i * st + j of pairs i < j, as ranges
     for j, cons in facts.dist.items():
         for i, c in cons:
-            for a in range(j - 1, max(i, j - 1 - spacers(c)), -1):
-                edges.add(i, a, EDGE_ORDER)
-                edges.add(a, j, EDGE_ORDER)
+            if c <= MAX_STALL:
+                continue  # one stall field holds it: no spacer
+            first = max(i, j - 1 - spacers(c)) + 1  # spacers a, first <= a < j, between i and j
+            order.extend(range(i * st + first, i * st + j))
+            order.extend(range(first * st + j, j * st + j, st))
     if not ctx.entry:
         return
     entry = ctx.entry[block]
     for j, lb in entry_bounds(ctx, facts, entry).items():
-        for a in range(start, min(j, start + spacers(lb) + 1)):
-            edges.add(a, j, EDGE_ORDER)
+        stop = min(j, start + spacers(lb) + 1)  # spacers start <= a < stop, before j
+        order.extend(range(start * st + j, stop * st + j, st))
     cons, _c0 = exit_bounds(ctx, facts, entry)
     for i, c in cons.items():  # the pinned last instruction is one spacer already
-        for a in range(end - 2, max(i, end - 1 - spacers(c)), -1):
-            edges.add(i, a, EDGE_ORDER)
+        first = max(i, end - 1 - spacers(c)) + 1  # spacers first <= a < end - 1, after i
+        order.extend(range(i * st + first, i * st + end - 1))

@@ -99,6 +99,8 @@ def legal_ranges(
     ``span`` (first, last position): only those are asked; the others get ``(pos, pos)``, for a window that
     holds part of a long block (``moves_of`` reads only the window's part)."""
     first, last = span or (0, len(order) - 1)
+    if len(order) > 256 and order[0] == deps.start and tuple(order) == tuple(range(deps.start, deps.end)):
+        return _ptxas_ranges(deps, first, last)
     out = []
     for pos, node in enumerate(order):
         if node in deps.fixed or not first <= pos <= last:
@@ -107,6 +109,31 @@ def legal_ranges(
             rng = legal_targets(order, pos, deps)
             out.append((rng.start, rng.stop - 1))
     return out
+
+
+def _ptxas_ranges(deps: BlockDeps, first: int, last: int) -> list[tuple[int, int]]:
+    """:func:`legal_ranges` of the block's ptxas order (position = node - start), from the edge arrays at
+    once instead of a scan per position (a long block's game starts there): ``legal_targets`` stops below
+    at the latest predecessor or glued node, above before the earliest successor or two before a glued
+    node."""
+    n = deps.end - deps.start
+    src, dst, _bits = deps.edge_arrays()
+    below = np.full(n, -1, dtype=np.int64)  # latest predecessor's position
+    np.maximum.at(below, dst - deps.start, src - deps.start)
+    above = np.full(n, n, dtype=np.int64)  # earliest successor's position
+    np.minimum.at(above, src - deps.start, dst - deps.start)
+    glued = np.array(sorted(g - deps.start for g in deps.glued), dtype=np.int64)
+    pos = np.arange(n, dtype=np.int64)
+    if len(glued):
+        k = np.searchsorted(glued, pos, side="left")  # glued[k - 1] < pos
+        below = np.maximum(below, np.where(k > 0, glued[np.maximum(k - 1, 0)], -1))
+        k = np.searchsorted(glued, pos + 2, side="left")  # glued[k] >= pos + 2
+        above = np.minimum(above, np.where(k < len(glued), glued[np.minimum(k, len(glued) - 1)] - 1, n))
+    lo, hi = (below + 1).tolist(), (above - 1).tolist()
+    fixed = deps.fixed
+    return [
+        (lo[q], hi[q]) if first <= q <= last and deps.start + q not in fixed else (q, q) for q in range(n)
+    ]
 
 
 def moved_ranges(

@@ -173,7 +173,7 @@ class ReorderGame(gym.Env):
         out = []
         for b in sorted(self._snap.blocks):
             st = self._snap.blocks[b]
-            first, last, new = block_edit(lines, self.k0, b, st.order, st.ctrls)
+            first, last, new = block_edit(lines, self.k0, b, st.order, st.ctrls, st.texts)
             out.append((first, last, list(new)))
         return out
 

@@ -11,10 +11,11 @@ API
 ``reordered_kernel(k, sem, orders, repair=True) -> Kernel``
     A new Kernel with the blocks in ``orders`` ({block: order}) permuted and repaired; ``Node.idx``
     renumbered, ``Node.line`` and columns kept from the original node; blocks and CFG identical.
-``block_edit(lines, k, block, order, ctrls) -> (first_line, last_line, new_lines)``
+``block_edit(lines, k, block, order, ctrls, texts=None) -> (first_line, last_line, new_lines)``
     Replacement for the 1-based inclusive line range of the block's instructions: slot i gets instruction
     ``order[i]`` with control field ``ctrls[i]``; comments and blank lines in the range stay; each slot keeps
     its ``/*addr*/`` comment; an instruction's trailing comment (``// hidden 0x...``) travels with it.
+    ``texts``: ``repaired_texts(k, block, order, ctrls)`` when the caller has them.
 ``ctrl_text(c) -> str``                   ``B------:R-:W2:Y:S04`` (the text inside the brackets).
 ``repaired_texts(k, block, order, ctrls) -> list[str]``
     The instruction texts ``block_edit`` and ``reordered_kernel`` write (``.reuse`` dropped where unsafe).
@@ -48,8 +49,8 @@ What a repair keeps and recomputes (safe against :mod:`sass_lsp.analysis.hazards
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from sass_lsp.analysis.hazards import Event, State
 from sass_lsp.analysis.program import Block, Ctrl, Kernel, Node, encode_ctrl
@@ -90,8 +91,7 @@ def repair_block(
     if not order:
         return []
     plan = _plan(ctx, block, ctx.entry[block] if entry is None else entry)
-    waits = _waits(plan, order)
-    stalls = _stalls(plan, order, waits)
+    waits, stalls = _repair_order(plan, order)
     info = plan.facts.info
     limit = MAX_STALL if ctx.max_noyield is None else ctx.max_noyield
     out = []
@@ -133,11 +133,17 @@ def reordered_kernel(
 
 
 def block_edit(
-    lines: Sequence[str], k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[Ctrl]
+    lines: Sequence[str],
+    k: Kernel,
+    block: int,
+    order: Sequence[int],
+    ctrls: Sequence[Ctrl],
+    texts: Sequence[str] | None = None,
 ) -> tuple[int, int, list[str]]:
     b = k.blocks[block]
     slots = k.nodes[b.start : b.end]
-    texts = repaired_texts(k, block, order, ctrls)
+    if texts is None:
+        texts = repaired_texts(k, block, order, ctrls)
     slot_at = {nd.line: p for p, nd in enumerate(slots)}
     first, last = slots[0].line, slots[-1].line
     out = []
@@ -147,8 +153,12 @@ def block_edit(
             out.append(lines[line - 1])
             continue
         ins = k.nodes[order[p]]
-        head = _head(lines[line - 1], slots[p], ctrl_text(ctrls[p]))
-        out.append(head + _tail(lines[ins.line - 1], ins, texts[p]))
+        text, ctrl = texts[p], ctrl_text(ctrls[p])
+        old = lines[line - 1]
+        if ins is slots[p] and text == ins.text and _same_ctrl(old, ins, ctrl):
+            out.append(old)  # what _head + _tail give for the slot's own instruction, unchanged
+            continue
+        out.append(_head(old, slots[p], ctrl) + _tail(lines[ins.line - 1], ins, text))
     return first, last, out
 
 
@@ -159,10 +169,15 @@ def repaired_texts(k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[
     for p, x in enumerate(order):
         nd = nodes[x]
         reused = text_registers(nd.text)[1]
+        if not reused:
+            out.append(nd.text)
+            continue
+        after = range(p + 1, len(order))  # positions, not a slice: a window is short, the block is not
         keep = not ctrls[p].yield_flag and all(
-            _window(nodes, range(x + 1, b.end), u) == _window(nodes, order[p + 1 :], u) for u in reused
+            _window(nodes, range(x + 1, b.end), u) == _window(nodes, (order[q] for q in after), u)
+            for u in reused
         )
-        out.append(nd.text if not reused or keep else _REUSE.sub("", nd.text))
+        out.append(nd.text if keep else _REUSE.sub("", nd.text))
     return out
 
 
@@ -180,6 +195,8 @@ class _Plan:
     base: dict[int, int]  # minimum stall of each instruction
     keep_wait: dict[int, int]  # ptxas waits kept on fixed nodes
     drain_at: dict[int, frozenset[Event]]  # node -> events pending there (after its waits) in ptxas order
+    trace: _Trace | None = None  # the repair of the ptxas order, step by step (long blocks, on first use)
+    traced: bool = False
 
 
 def _plan(ctx: KernelContext, block: int, entry: State) -> _Plan:
@@ -228,6 +245,69 @@ def _base_stalls(plan: _Plan, fixed: frozenset[int]) -> dict[int, int]:
             explained = bound >= facts.orig_len
         base[x] = min(floor, f.stall) if explained and x not in fixed else f.stall
     return base
+
+
+# ---------------------------------------------------------------- incremental repair of long blocks
+
+# Blocks at least this long repair a reordered order from the repair of the ptxas order: a move changes a
+# short span of a block of thousands, and the passes below are sequential, so the part before the first
+# changed position is the ptxas order's (and the waits rejoin it once the pending scoreboard events do).
+INCREMENTAL_MIN = 256
+
+
+@dataclass(slots=True)
+class _Trace:
+    """The repair of the block's ptxas order: its waits and stalls, the pending events before each position
+    (``events[p]``; ``events[n]`` after the last), and the issue cycles as ``_stalls`` first placed them,
+    before its first raise (at position ``first_raise``; ``n + 1``: none)."""
+
+    waits: list[int]
+    stalls: list[int]
+    events: list[list[Event]]
+    t_first: list[int]
+    first_raise: int
+
+
+def _repair_order(plan: _Plan, order: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Waits and stalls of ``order``: what :func:`_waits` and :func:`_stalls` give from the block's start,
+    for a long block resumed from the ptxas order's repair at the first position that differs from it."""
+    start = plan.facts.start
+    n = len(order)
+    trace = _ptxas_trace(plan) if n >= INCREMENTAL_MIN else None
+    if trace is None:
+        waits = _waits(plan, order)
+        return waits, _stalls(plan, order, waits)
+    first = next((p for p, x in enumerate(order) if x != start + p), n)
+    if first == n:
+        return list(trace.waits), list(trace.stalls)
+    last = next(p for p in range(n - 1, -1, -1) if order[p] != start + p)
+    waits = _waits(plan, order, first, trace, last)
+    if first > trace.first_raise:  # the ptxas pass had raised cycles before ``first`` by then: start over
+        return waits, _stalls(plan, order, waits)
+    return waits, _stalls(plan, order, waits, first, trace.t_first)
+
+
+def _ptxas_trace(plan: _Plan) -> _Trace | None:
+    if not plan.traced:
+        plan.traced = True
+        order = range(plan.facts.start, plan.facts.end)
+        events: list[list[Event]] = []
+        probe = _Probe()
+        try:
+            waits = _waits(plan, order, record=events)
+            stalls = _stalls(plan, order, waits, probe=probe)
+        except RepairError:
+            return None  # (never for ptxas's own code) the plain passes then report the error
+        plan.trace = _Trace(waits, stalls, events, probe.t_first, probe.first_raise)
+    return plan.trace
+
+
+@dataclass(slots=True)
+class _Probe:
+    """What a ``_stalls`` pass reports for the trace: its first raise and the cycles placed before it."""
+
+    first_raise: int = -1
+    t_first: list[int] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- scoreboard simulation (hazards.Checker)
@@ -323,13 +403,27 @@ def _drain(events: list[Event], allowed: frozenset[Event]) -> int:
     return mask
 
 
-def _waits(plan: _Plan, order: Sequence[int]) -> list[int]:
+def _waits(
+    plan: _Plan,
+    order: Sequence[int],
+    first: int = 0,
+    trace: _Trace | None = None,
+    last: int = -1,
+    record: list[list[Event]] | None = None,
+) -> list[int]:
+    """Wait masks of ``order``. ``trace`` (with ``first``, the first position that differs from the ptxas
+    order, and ``last``, the last): start from the ptxas order's state at ``first`` and, once past ``last``,
+    take the rest from the trace as soon as the pending events are the same as there. ``record`` gets the
+    pending events before each position and after the last (the lists are never changed in place)."""
     info = plan.facts.info
-    events = list(plan.entry_events)
+    events = list(plan.entry_events) if trace is None else trace.events[first]
     pending = _units(events)
     keep_wait, drain_at = plan.keep_wait, plan.drain_at
-    out = []
-    for x in order:
+    out = [] if trace is None else trace.waits[:first]
+    if record is not None:
+        record.append(events)
+    for p in range(first, len(order)):
+        x = order[p]
         f = info[x]
         wait = keep_wait.get(x, 0)
         if events and not pending.isdisjoint(f.touch):
@@ -355,6 +449,11 @@ def _waits(plan: _Plan, order: Sequence[int]) -> list[int]:
             events = events + list(f.events)
             pending = pending.union(*(e.units for e in f.events))
         out.append(wait)
+        if record is not None:
+            record.append(events)
+        if trace is not None and p > last and events == trace.events[p + 1]:
+            out.extend(trace.waits[p + 1 :])  # the same state, the same instructions: the same waits
+            break
     return out
 
 
@@ -371,7 +470,8 @@ def _setters(plan: _Plan, order: Sequence[int], waits: Sequence[int]) -> list[tu
     last: dict[int, int] = {}
     out = []
     for p, x in enumerate(order):
-        out.append(tuple(q for sb, q in last.items() if waits[p] >> sb & 1))
+        wait = waits[p]
+        out.append(tuple(q for sb, q in last.items() if wait >> sb & 1) if wait else ())
         f = info[x]
         for sb in (f.wsb, f.rsb):
             if sb is not None:
@@ -379,20 +479,32 @@ def _setters(plan: _Plan, order: Sequence[int], waits: Sequence[int]) -> list[tu
     return out
 
 
-def _stalls(plan: _Plan, order: Sequence[int], waits: Sequence[int]) -> list[int]:
+def _stalls(
+    plan: _Plan,
+    order: Sequence[int],
+    waits: Sequence[int],
+    first: int = 0,
+    t_first: Sequence[int] = (),
+    probe: _Probe | None = None,
+) -> list[int]:
     """Earliest issue cycles under the latency constraints and the per-instruction minimum gaps. A gap the
     4-bit field cannot hold raises the issue cycles before it, and the pass resumes from there. A wait on a
     scoreboard issues at least ``sb_set`` cycles after the instruction that sets it: the scoreboard is not
     yet set the cycle after issue (ptxas never waits sooner; on the H200 a wait one cycle after LDC / MUFU
-    read the old register)."""
+    read the old register).
+
+    ``first`` / ``t_first``: resume at position ``first`` with the cycles before it (the pass's state there
+    when nothing was raised yet, as for an order that equals the ptxas order up to ``first``). ``probe``
+    gets the position of the first raise and the cycles placed before it."""
     dist, base, lb = plan.facts.dist, plan.base, plan.lb
     sb_set = plan.ctx.sb_set
     n = len(order)
     pos = {x: p for p, x in enumerate(order)}
     setters = _setters(plan, order, waits)
     t = [0] * (n + 1)  # t[n]: the block end
+    t[:first] = t_first[:first]
     raised: dict[int, int] = {}  # position -> lower bound set by a too-long gap after it
-    p, budget = 0, 16 * n + 16
+    p, budget = first, 16 * n + 16
     while p <= n:
         if p < n:
             x = order[p]
@@ -416,6 +528,8 @@ def _stalls(plan: _Plan, order: Sequence[int], waits: Sequence[int]) -> list[int
                 f"node {order[0]} cannot issue first: it needs {c} cycles after the block entry"
             )
         if p and c - t[p - 1] > MAX_STALL:
+            if probe is not None and probe.first_raise < 0:
+                probe.first_raise, probe.t_first = p, t[:p]
             budget -= 1
             if budget < 0:
                 raise RepairError("stall constraints did not settle")
@@ -429,13 +543,15 @@ def _stalls(plan: _Plan, order: Sequence[int], waits: Sequence[int]) -> list[int
             continue
         t[p] = c
         p += 1
+    if probe is not None and probe.first_raise < 0:
+        probe.first_raise, probe.t_first = n + 1, t
     return [t[p + 1] - t[p] for p in range(n)]
 
 
 # ---------------------------------------------------------------- text
 
 
-def _window(nodes: Sequence[Node], after: Sequence[int], unit: int) -> list[int]:
+def _window(nodes: Sequence[Node], after: Iterable[int], unit: int) -> list[int]:
     """The instructions after a ``.reuse``, up to the first that reads or writes the reused register."""
     out = []
     for y in after:
@@ -451,6 +567,12 @@ def _split(line: str, nd: Node) -> tuple[int, int]:
     close = line.index("]", nd.ctrl_col - 1)
     m = _ADDR.match(line, close + 1)
     return close, m.end() if m else close + 1
+
+
+def _same_ctrl(line: str, nd: Node, ctrl: str) -> bool:
+    """The line's control field reads ``ctrl`` exactly (so rewriting it changes nothing)."""
+    start = nd.ctrl_col - 1
+    return line.startswith(ctrl, start) and line.startswith("]", start + len(ctrl))
 
 
 def _head(line: str, slot: Node, ctrl: str) -> str:

@@ -39,18 +39,20 @@ def load_net(path: Path) -> Any:
         ) from None
     try:
         model = importlib.import_module("sass_lsp.policy.model")
-        importlib.import_module("sass_lsp.policy.suggest")
+        policy_suggest = importlib.import_module("sass_lsp.policy.suggest")
     except ImportError as exc:
         raise PolicyUnavailable(
             f"Reorder suggestions are not available in this installation: {exc}"
         ) from None
     try:
-        return model.load_policy(path)
+        net = model.load_policy(path)
     except Exception as exc:
         log.warning("cannot load policy %s", path, exc_info=True)
         raise PolicyUnavailable(
             f"Reorder suggestions are off: cannot load the policy {path}: {exc}"
         ) from None
+    policy_suggest.warm_up(net)  # the first request then pays only for its document
+    return net
 
 
 BUDGET_S = 2.0
