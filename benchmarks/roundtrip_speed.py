@@ -5,7 +5,7 @@ call per cubin. ``asm i/s`` times ``assemble_cuasm(verify=False)`` (parse, layou
 encoder per run, so nothing it memoises survives from an earlier run (the tables' JSON stays loaded: that
 is a once-per-process cost, printed on its own). ``parse i/s`` times ``parse_cuasm`` alone (the language
 server runs it on every edit). Figures are medians of ``--repeat`` runs; ``asm cpu`` is the same throughput
-in process CPU time, which a machine shared with other work disturbs less than wall time.
+in process CPU time of the same runs, which a machine shared with other work disturbs less than wall time.
 
 The 50k kernel is the largest corpus kernel with straight-line instructions of every corpus kernel (no
 branches, no exits, no relocations) copied in front of its body, each run of 32 with its registers renamed
@@ -86,6 +86,18 @@ def median_time(
     return statistics.median(times)
 
 
+def both_clocks(fn: Callable[[], object], repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and process CPU seconds of the same ``repeat`` runs (on a shared machine the two differ when
+    other work takes the CPU; separate batches of runs would differ by more than that)."""
+    wall, cpu = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return wall, cpu
+
+
 def cold_asm(text: str, arch: str) -> bytes:
     return assemble_cuasm(text, encode=Encoder.uncached(arch).encode_word, verify=False)
 
@@ -110,6 +122,7 @@ def main() -> None:
         f"{'kernel':18s} {'instrs':>6s} {'distinct':>8s} {'disasm i/s':>10s} {'nvdisasm s':>10s} "
         f"{'parse i/s':>9s} {'asm i/s':>8s} {'asm cpu':>8s} {'verify s':>8s} {'round trip':>10s}"
     )
+    samples: list[tuple[str, int, list[float]]] = []
     for name, cubin in cases:
         text = write_cuasm(cubin)
         arch = module_arch(parse_cuasm(text)[0])
@@ -118,8 +131,9 @@ def main() -> None:
         t_nvdisasm = median_time(lambda c=cubin: disassemble(c), 1)
         t_disasm = median_time(lambda c=cubin: write_cuasm(c), 1)
         t_parse = median_time(lambda t=text: parse_cuasm(t), args.repeat)
-        t_asm = median_time(lambda t=text, a=arch: cold_asm(t, a), args.repeat)
-        t_asm_cpu = median_time(lambda t=text, a=arch: cold_asm(t, a), args.repeat, time.process_time)
+        walls, cpus = both_clocks(lambda t=text, a=arch: cold_asm(t, a), args.repeat)
+        t_asm, t_asm_cpu = statistics.median(walls), statistics.median(cpus)
+        samples.append((name, n, walls))
         data = cold_asm(text, arch)
         t0 = time.perf_counter()
         problems = verify_instructions(parse_cuasm(text)[0], data)
@@ -130,6 +144,9 @@ def main() -> None:
             f"{n / t_parse:9.0f} {n / t_asm:8.0f} {n / t_asm_cpu:8.0f} {t_verify:8.2f} "
             f"{'identical' if same else 'DIFFERS':>10s}"
         )
+    name, n, walls = samples[-1]
+    runs = " ".join(f"{n / t / 1e3:.0f}k" for t in walls)
+    print(f"{name} asm runs (instructions/s, in run order): {runs}")
 
 
 if __name__ == "__main__":
