@@ -741,11 +741,19 @@ def build_kernel(name: str, line: int, items: list, sem: Semantics) -> Kernel:
 
 
 def kernel_of_program(p: Program, sem: Semantics) -> Kernel:
-    effects = sem.effects
     nodes = [
-        Node(i, ln, cc, tc, text, ctrl, effects(text), end)
-        for i, (ln, cc, tc, text, ctrl, end) in enumerate(
-            zip(p.lines, p.ctrl_cols, p.text_cols, p.texts, p.ctrls, p.end_cols, strict=True)
+        Node(i, ln, cc, tc, text, ctrl, eff, end)
+        for i, (ln, cc, tc, text, ctrl, eff, end) in enumerate(
+            zip(
+                p.lines,
+                p.ctrl_cols,
+                p.text_cols,
+                p.texts,
+                p.ctrls,
+                sem.effects_of(p.texts),
+                p.end_cols,
+                strict=True,
+            )
         )
     ]
     return Kernel(p.name, p.section_line, nodes, p.blocks, p.label_node, p.unresolved, p.bad_ctrl)

@@ -209,6 +209,19 @@ class Semantics:
             self._eff[text] = hit
         return hit
 
+    def effects_of(self, texts: list[str]) -> list[Effects]:
+        """:meth:`effects` of many texts; the new ones' shapes are found in one pass (:meth:`shapes_of`)."""
+        cache = self._eff
+        new = [t for t in dict.fromkeys(texts) if t not in cache]
+        if new:
+            if len(cache) + len(new) > _CACHE_MAX:
+                cache.clear()
+                new = list(dict.fromkeys(texts))
+            shapes, numss = self.shapes_of(new)
+            for text, shape, nums in zip(new, shapes, numss, strict=True):
+                cache[text] = shape.effects(text, nums)
+        return list(map(cache.__getitem__, texts))
+
     def shape_of(self, text: str) -> tuple[Shape, list[int]]:
         """``(shape, register numbers)`` of one instruction text (see :class:`Shape`)."""
         shapes, nums = self.shapes_of([text])
@@ -846,9 +859,12 @@ class Shape:
         )
         self.const = scan.eff if not tokens else None
 
-    def extras(self, text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
-        """``(imm, targets)`` of ``text`` (one of this shape's texts)."""
-        other = [t for _p, t, is_reg in _tokens(text) if not is_reg]
+    def extras(
+        self, text: str, tokens: list[tuple[int, str, bool]] | None = None
+    ) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """``(imm, targets)`` of ``text`` (one of this shape's texts; ``tokens``: its :func:`_tokens`, when
+        the caller has them)."""
+        other = [t for _p, t, is_reg in (_tokens(text) if tokens is None else tokens) if not is_reg]
         imm = self.imm
         if imm is None:
             imm = tuple(
@@ -864,8 +880,9 @@ class Shape:
         """The :class:`Effects` of ``text`` (one of this shape's texts, register numbers ``nums``)."""
         if self.const is not None:
             return self.const
+        tokens = _tokens(text)
         pre = [0]
-        for _p, t, _r in _tokens(text):
+        for _p, t, _r in tokens:
             pre.append(pre[-1] + len(t))
         dsts = tuple(
             Operand(_seg_units(segs, nums), "dst", col=tcol + pre[nb], hi=hi)
@@ -878,7 +895,7 @@ class Shape:
         gslot, gbase = self.guard
         guard = gbase if gslot < 0 else gbase + nums[gslot]
         opcode, mods, guard_neg, never, pipe, var, queue, flags, indirect, sb_set = self.head
-        imm, targets = self.extras(text)
+        imm, targets = self.extras(text, tokens)
         return Effects(
             opcode,
             mods,
