@@ -139,7 +139,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     found = suggest(text, "sm_90", net=net, top=3, time_budget_s=None)
     took = (time.perf_counter() - t0) * 1e3
     console.print(
-        f"5. reorder policy: {len(found)} suggestions in {took:.0f} ms (cost model; not GPU-verified)"
+        f"5. reorder policy: {len(found)} suggestion{'' if len(found) == 1 else 's'} in {took:.0f} ms"
+        " (cost model; not GPU-verified)"
     )
     for s in found:
         console.print(f"   {s.title}")
