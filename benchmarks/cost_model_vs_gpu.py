@@ -62,6 +62,14 @@ def pairs_from_logs(paths: list[Path], arch: str) -> dict[str, list[dict]]:
     originals: dict[str, dict] = {}
     out: dict[str, list[dict]] = defaultdict(list)
     cost_of: dict[str, float] = {}  # schedule key -> predicted cycles
+
+    def cycles(orig: dict, key: str, edits: list | None = None) -> float:
+        """Predicted cycles of ``orig``'s text with ``edits`` applied (built only for a new schedule)."""
+        if key not in cost_of:
+            text = orig["text"] if edits is None else apply_edits(orig["text"], edits)
+            cost_of[key] = ReorderGame.from_text(text, arch, kernel=orig["function"]).cost_original
+        return cost_of[key]
+
     seen: set[tuple[str, str]] = set()
     for path in paths:
         for line in path.read_text().splitlines():
@@ -75,14 +83,8 @@ def pairs_from_logs(paths: list[Path], arch: str) -> dict[str, list[dict]]:
             if orig is None or "edits" not in r or (r["kernel"], r["key"]) in seen:
                 continue  # an older log without its original text, or a repeat of a schedule
             seen.add((r["kernel"], r["key"]))
-
-            def cycles(text: str, key: str, function: str = orig["function"]) -> float:
-                if key not in cost_of:
-                    cost_of[key] = ReorderGame.from_text(text, arch, kernel=function).cost_original
-                return cost_of[key]
-
-            base = cycles(orig["text"], orig["key"])
-            cand = cycles(apply_edits(orig["text"], r["edits"]), r["key"])
+            base = cycles(orig, orig["key"])
+            cand = cycles(orig, r["key"], r["edits"])
             out[r["kernel"]].append(
                 {
                     "key": r["key"],

@@ -86,14 +86,14 @@ def rollout(net: PolicyNet, game: Any, gen: torch.Generator) -> tuple[list[dict]
 
 def update(
     net: PolicyNet, opt: torch.optim.Optimizer, batch: list[tuple[Episode, float]], cfg: FinetuneConfig
-):
+) -> tuple[float, float]:
     """One REINFORCE step over ``(episode, advantage)`` pairs; returns (loss, entropy)."""
     advs = torch.tensor([a for _e, a in batch], dtype=torch.float32)
     if len(batch) > 1 and float(advs.std()) > 0:
         advs = advs / (advs.std() + 1e-8)
     items = [o for e, _a in batch for o in e.observations]
     actions = torch.tensor([a for e, _a in batch for a in e.actions], device=cfg.device)
-    step_adv = torch.cat([advs[k].repeat(len(e.actions)) for k, (e, _a) in enumerate(batch)]).to(cfg.device)
+    step_adv = torch.repeat_interleave(advs, torch.tensor([len(e.actions) for e, _a in batch])).to(cfg.device)
     net.train()
     logits, _ = net(collate(items, cfg.device))
     dist = torch.distributions.Categorical(logits=logits, validate_args=False)
