@@ -10,7 +10,8 @@ method whose best candidate is not verified faster keeps the original (speedup 1
 
 Methods: ``ptxas`` (the original), ``random`` (random legal moves), ``greedy`` (hill climbing on the
 static cost model), ``annealing`` (simulated annealing on measured GPU time), ``policy`` (the policy's
-rollouts).
+rollouts, screened in order), ``beam`` (the policy expanding the original and the schedules measured surest
+faster so far, ``search.beam``: the policy guided by the GPU's measurements).
 
     python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json
 
@@ -38,10 +39,17 @@ from sass_lsp.gpu import GpuRunner, load_spec, spec_from_json
 from sass_lsp.gpu.bench import bench_to_dict
 from sass_lsp.gpu.corpus import corpus_dir
 from sass_lsp.gpu.measure import GpuMeasure
-from sass_lsp.schedule.search import annealing, greedy_candidates, neighbour, random_candidates, screen
+from sass_lsp.schedule.search import (
+    annealing,
+    beam,
+    greedy_candidates,
+    neighbour,
+    random_candidates,
+    screen,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ("random", "greedy", "annealing", "policy")
+METHODS = ("random", "greedy", "annealing", "policy", "beam")
 
 
 def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, object]]:
@@ -79,6 +87,10 @@ def run_method(
         from sass_lsp.policy.candidates import policy_candidates  # torch: only when the policy runs
 
         return screen(policy_candidates(text, arch, net=net, kernel=kernel), measure, budget)
+    if method == "beam":
+        from sass_lsp.policy.candidates import policy_expander
+
+        return beam(policy_expander(arch, net=net, kernel=kernel, seed=seed), text, measure, budget)
     raise ValueError(method)
 
 
@@ -108,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from sass_lsp.policy.train import MODEL_CARD
 
     names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
-    net = load_policy(args.policy) if "policy" in args.methods else None
+    net = load_policy(args.policy) if {"policy", "beam"} & set(args.methods) else None
     rows = []
     t_start = time.time()
     with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:

@@ -295,3 +295,49 @@ def test_policy_candidates_reach_the_gpu_where_the_cost_model_sees_no_gain_and_t
     _, _, small = next(k for k in corpus() if k[0] == "triton_add")
     ended = list(policy_candidates(small, arch, net=net, max_moves=1, max_stale=4))
     assert len({c.key for c in ended}) == len(ended)
+
+
+def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
+    """``beam`` with the shipped policy as proposer, the static cost model standing in for the GPU: children
+    of a schedule measured faster are that schedule plus further moves, and every schedule it measures is
+    as hazard-free as the original (the checker finds no new finding) with the same instructions."""
+    pytest.importorskip("sass_lsp.schedule.game")
+    from sass_lsp.analysis.check import check_kernel
+    from sass_lsp.analysis.program import kernels_of
+    from sass_lsp.cuasm import parse_cuasm
+    from sass_lsp.isa.semantics import load_semantics
+    from sass_lsp.policy.candidates import policy_expander
+    from sass_lsp.schedule.game import ReorderGame
+    from sass_lsp.schedule.search import Measured, beam, schedule_key
+
+    sem = load_semantics("sm_90")
+    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
+    base = ReorderGame.from_text(text, arch).cost_original
+
+    def cost_model(t: str) -> Measured:
+        s = base / ReorderGame.from_text(t, arch).cost_original
+        return Measured(schedule_key(t), "match", s, s - 1e-4, s + 1e-4, seconds=1.0)
+
+    log = beam(policy_expander(arch, net=net, max_moves=3), text, cost_model, budget=12.0, per_parent=3)
+    assert len(log.trials) == 12
+    (k0,) = kernels_of(parse_cuasm(text)[0], sem)
+    before = Counter(f.code for f in check_kernel(k0, sem))
+    texts = {t.candidate.key: t.candidate.text for t in log.trials}
+    plain = sorted(n.text.replace(".reuse", "") for n in k0.nodes)
+    children = 0
+    for t in log.trials:
+        (k1,) = kernels_of(parse_cuasm(t.candidate.text)[0], sem)
+        assert sorted(n.text.replace(".reuse", "") for n in k1.nodes) == plain  # the repair sets reuse
+        assert not Counter(f.code for f in check_kernel(k1, sem)) - before, t.candidate.moves
+        parents = [
+            p
+            for p in log.trials
+            if p is not t
+            and t.candidate.moves[: len(p.candidate.moves)] == p.candidate.moves
+            and len(p.candidate.moves) < len(t.candidate.moves)
+        ]
+        children += bool(parents)
+        for p in parents:
+            assert (p.result.low or 0) > 1.0 and p.candidate.key in texts
+    assert children, f"{name}: no candidate was built on a schedule measured faster"

@@ -7,7 +7,7 @@ loop never spins on a kernel the policy cannot change. Every candidate is a haza
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -68,3 +68,18 @@ def policy_candidates(
         seen.add(cand.key)
         stale = 0
         yield cand
+
+
+def policy_expander(
+    arch: str, *, net: PolicyNet, kernel: str | None = None, seed: int = 0, first: int = 4, max_moves: int = 8
+) -> Callable[[str], Iterator[Candidate]]:
+    """``expand`` for :func:`~sass_lsp.schedule.search.beam`: the policy's candidates from any schedule of
+    the kernel (its suggestions, then sampled rollouts), fewer and shorter than from the original since a
+    beam parent is already a measured gain to build on."""
+
+    def expand(text: str) -> Iterator[Candidate]:
+        return policy_candidates(
+            text, arch, net=net, kernel=kernel, first=first, max_moves=max_moves, seed=seed
+        )
+
+    return expand

@@ -6,7 +6,9 @@ module stays pure: it never imports the GPU code or torch. Strategies:
 
 - :func:`screen` — measure candidates from any iterator (the policy's rollouts, random legal moves, greedy
   prefixes) in order, skipping duplicates, until the budget is spent;
-- :func:`annealing` — simulated annealing driven by the measurements themselves (the GPU-time baseline).
+- :func:`annealing` — simulated annealing driven by the measurements themselves (the GPU-time baseline);
+- :func:`beam` — a beam over measured schedules: the proposer (the policy in ``optimize``) expands the
+  original and the schedules measured surest faster, so gains found one move at a time can compound.
 
 Candidates are whole ``.cuasm`` texts: the original with the game's edits applied (:func:`apply_edits`)."""
 
@@ -158,6 +160,56 @@ def annealing(
             if delta > 0 or rng.random() < math.exp(delta / max(t, 1e-9)):
                 current, current_speed = cand.text, res.speedup or 0.0
         t *= cooling
+    return log
+
+
+def beam(
+    expand: Callable[[str], Iterator[Candidate]],
+    original: str,
+    measure: Measure,
+    budget: float,
+    *,
+    width: int = 3,
+    per_parent: int = 4,
+    on_trial: Callable[[Trial], None] | None = None,
+) -> SearchLog:
+    """Beam search on measured speedup: each round takes ``per_parent`` new candidates from
+    ``expand(parent)`` for each parent — the original and the ``width`` schedules measured surest faster so
+    far (highest lower CI bound above 1) — so measured gains can compound (a schedule one good move away
+    from another good one). Every measurement is against the original, so rounds compare. A parent's
+    stream lives across rounds (a parent kept for several rounds gives new candidates each time); the search
+    ends when the budget is spent or no parent's stream gives anything new."""
+    log = SearchLog(budget)
+    seen = {schedule_key(original)}
+    streams: dict[str, Iterator[Candidate]] = {}
+    text_of: dict[str, str] = {schedule_key(original): original}
+    moves_of: dict[str, tuple[str, ...]] = {schedule_key(original): ()}
+    while log.left > 0:
+        faster = sorted(
+            (t for t in log.trials if t.result.accepted and (t.result.low or 0.0) > 1.0),
+            key=lambda t: -(t.result.low or 0.0),
+        )
+        parents = [schedule_key(original)] + [t.candidate.key for t in faster[:width]]
+        new = 0
+        for parent in parents:
+            stream = streams.setdefault(parent, expand(text_of[parent]))
+            taken = 0
+            while taken < per_parent and log.left > 0:
+                cand = next(stream, None)
+                if cand is None:
+                    break
+                if cand.key in seen:
+                    continue
+                seen.add(cand.key)
+                cand = Candidate(cand.text, cand.source, moves_of[parent] + cand.moves, cand.predicted)
+                text_of[cand.key], moves_of[cand.key] = cand.text, cand.moves
+                trial = log.add(cand, measure(cand.text))
+                if on_trial is not None:
+                    on_trial(trial)
+                taken += 1
+            new += taken
+        if not new:
+            break
     return log
 
 
