@@ -36,7 +36,7 @@ from pathlib import Path
 from sass_lsp.cuasm import assemble_cuasm, parse_cuasm, write_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.gpu import GpuRunner, load_spec, spec_from_json
-from sass_lsp.gpu.bench import bench_to_dict
+from sass_lsp.gpu.bench import BenchResult, bench_to_dict
 from sass_lsp.gpu.corpus import corpus_dir
 from sass_lsp.gpu.measure import GpuMeasure
 from sass_lsp.schedule.search import (
@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                         confirmation and confirmation.verification.get("status") != "match"
                     ),
                     "gpu_seconds": round(log.spent + (_gpu_s(conf) if conf else 0.0), 2),
+                    "confirm_capped": _capped(confirmation) if confirmation else None,
                     "wall_seconds": round(time.time() - t0, 1),
                 }
                 rows.append(row)
@@ -175,6 +176,16 @@ def report(rows: list[dict], json_path: Path | None, budget: float, *, wall_seco
     if json_path:
         json_path.write_text(json.dumps({"rows": rows, "summary": summary, "budget_s": budget}, indent=2))
     return 0
+
+
+def _capped(result: BenchResult) -> str | None:
+    """'SM 1980 -> 1425 MHz' when the GPU was clock-capped (power or thermal) by the confirmation's end: its
+    speedup then holds at the capped clock, which a schedule drawing less power can win on."""
+    before, after = result.clocks_before, result.clocks_after
+    reasons = int(str(after.get("clocks_event_reasons.active", "0")), 16)
+    if not reasons & ~0x1:  # bit 0 is GPU idle
+        return None
+    return f"SM {before.get('clocks.sm', '?')} -> {after.get('clocks.sm', '?')} MHz"
 
 
 def _gpu_s(conf: dict) -> float:
@@ -208,6 +219,8 @@ def format_table(rows: list[dict], summary: dict) -> str:
     for r in rows:
         ci = f" [{r['ci'][0]:.4f}, {r['ci'][1]:.4f}]" if r["ci"] else ""
         mark = "" if r["verified"] else " (not verified: kept original)"
+        if r["verified"] and r.get("confirm_capped"):
+            mark = f" (clock-capped during the confirmation: {r['confirm_capped']})"
         lines.append(
             f"| {r['kernel']} | {r['origin']} | {r['method']} | {r['speedup']:.4f}{ci}{mark} |"
             f" {r['gpu_seconds']} | {r['candidates']} ({r['rejected']}) |"

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sass_lsp.cli import CliError
@@ -132,7 +133,8 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     from sass_lsp.gpu import GpuRunner, SpecError, load_spec
     from sass_lsp.gpu.measure import GpuMeasure
     from sass_lsp.gpu.optimize import optimize, report_dict, write_outputs
-    from sass_lsp.policy.candidates import policy_candidates
+    from sass_lsp.policy.candidates import policy_expander
+    from sass_lsp.schedule.search import beam
 
     text, arch = _text_and_arch(job.cuasm)
     try:
@@ -144,14 +146,14 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     except AssembleError as exc:
         raise CliError(str(exc)) from exc
     net = load_net(job.policy)
-    cands = policy_candidates(text, arch, net=net, kernel=spec.kernel, seed=job.seed)
+    search = partial(beam, policy_expander(arch, net=net, kernel=spec.kernel, seed=job.seed), text)
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
         if not hello.ok:
             raise CliError(f"no GPU worker: {hello.error}")
         log_path = job.out_stem.with_suffix(".measurements.jsonl")
         measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path, original_text=text)
-        result = optimize(cands, measure, job.budget, on_trial=on_trial)
+        result = optimize(search, measure, job.budget, on_trial=on_trial)
     report = report_dict(result, kernel=spec.label, budget_s=job.budget)
     paths = write_outputs(result, job.out_stem, report)
     conf = result.confirmation

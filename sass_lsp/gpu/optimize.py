@@ -1,17 +1,18 @@
 """Feature: ``sass-lsp optimize``. Screen candidate schedules on the GPU within a budget, confirm the best.
 
-The candidates come from the caller (the CLI passes the policy's rollouts, so this module imports no torch);
-each is measured by :class:`~sass_lsp.gpu.measure.GpuMeasure` (bit-exact verification, then interleaved
-timing). The best screened candidate is measured again by the full verified bench on fresh seeds — the
-screening maximum is biased upwards (the winner's curse), the confirmation is not — and is written out only if
-that confirmation says it is verified faster. Outputs (all atomic): the best ``.cuasm`` and ``.cubin``, a JSON
+The search comes from the caller (the CLI and the server pass :func:`~sass_lsp.schedule.search.beam` with
+the policy as proposer, so this module imports no torch); each candidate is measured by
+:class:`~sass_lsp.gpu.measure.GpuMeasure` (bit-exact verification, then interleaved timing). The best
+screened candidate is measured again by the full verified bench on fresh seeds — the screening maximum is
+biased upwards (the winner's curse), the confirmation is not — and is written out only if that
+confirmation says it is verified faster. Outputs (all atomic): the best ``.cuasm`` and ``.cubin``, a JSON
 report with every trial, and an SVG plot of measured speedup against GPU seconds spent.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,11 @@ from sass_lsp.cuasm import assemble_cuasm
 from sass_lsp.files import write_atomic
 from sass_lsp.gpu.bench import BenchResult, bench_to_dict
 from sass_lsp.gpu.measure import GpuMeasure
-from sass_lsp.schedule.search import Candidate, SearchLog, Trial, screen
+from sass_lsp.schedule.search import SearchLog, Trial
+
+# A search strategy bound to its candidates: (measure, budget, on_trial=...) -> log. For example
+# ``functools.partial(search.beam, expand, text)`` or ``functools.partial(search.screen, candidates)``.
+Search = Callable[..., SearchLog]
 
 
 @dataclass
@@ -35,13 +40,13 @@ class OptimizeResult:
 
 
 def optimize(
-    candidates: Iterable[Candidate],
+    search: Search,
     measure: GpuMeasure,
     budget_s: float,
     *,
     on_trial: Callable[[Trial], None] | None = None,
 ) -> OptimizeResult:
-    log = screen(candidates, measure, budget_s, on_trial=on_trial)
+    log = search(measure, budget_s, on_trial=on_trial)
     best = log.best()
     confirmation = None
     if best is not None and (best.result.speedup or 0.0) > 1.0:

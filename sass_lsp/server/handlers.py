@@ -10,6 +10,7 @@ import logging
 import os
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -630,10 +631,11 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             loop.call_soon_threadsafe(report, done)
 
         def run() -> object:
-            from sass_lsp.policy.candidates import policy_candidates
+            from sass_lsp.policy.candidates import policy_expander
+            from sass_lsp.schedule.search import beam
 
-            cands = policy_candidates(text, snap.arch, net=net, kernel=spec.kernel)
-            return optimize(cands, measure, budget, on_trial=on_trial)
+            expand = policy_expander(snap.arch, net=net, kernel=spec.kernel)
+            return optimize(partial(beam, expand, text), measure, budget, on_trial=on_trial)
 
         budget = ls.settings.optimizeBudgetS
         async with prog as cancelled:
