@@ -13,15 +13,24 @@ measured speedup, how many measurements are significant (CI excludes 1), and for
 got the direction right (predicted > 1 for a faster candidate, < 1 for a slower one; a prediction of
 exactly 1 counts as wrong for both).
 
-    python benchmarks/cost_model_vs_gpu.py LOG.jsonl [LOG.jsonl ...] [--arch sm_90] [--json OUT.json]
+``--fit`` then asks whether a cost model fitted to these measurements would do better: ridge regression of
+the measured log-speedup on the static prediction and simple schedule features (how far the variable-latency
+loads moved up, the change in mean load-to-first-use distance, in total stall cycles, the share of moved
+instructions), fitted on every kernel but one and tested on that one (leave one kernel out), reported as
+the pooled Spearman of the held-out predictions.
+
+    python benchmarks/cost_model_vs_gpu.py LOG.jsonl [LOG.jsonl ...] [--arch sm_90] [--json OUT.json] [--fit]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
+
+import numpy as np
 
 from sass_lsp.schedule.game import ReorderGame
 from sass_lsp.schedule.search import apply_edits
@@ -57,18 +66,60 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     return pearson(ranks(xs), ranks(ys))
 
 
+FEATURES = ("predicted", "load_hoist", "load_use", "stall", "moved")
+
+
+def schedule_facts(game: ReorderGame) -> dict:
+    """What the features compare: predicted cycles, each hot-region instruction's position (keyed by its text
+    and occurrence, which a reorder keeps), the variable-latency loads, mean load-to-first-use distance and
+    total stall cycles."""
+    nodes = game.region_nodes()
+    seen: dict[str, int] = defaultdict(int)
+    ids = []
+    for nd in nodes:
+        seen[nd.text] += 1
+        ids.append((nd.text, seen[nd.text]))
+    loads = [i for i, nd in enumerate(nodes) if nd.eff.variable and nd.eff.dsts]
+    uses = []
+    for i in loads:
+        d = nodes[i].eff.def_units
+        uses.append(
+            next((j - i for j in range(i + 1, len(nodes)) if nodes[j].eff.use_units & d), len(nodes) - i)
+        )
+    return {
+        "cycles": game.cost_original,
+        "pos": {k: i for i, k in enumerate(ids)},
+        "loads": [ids[i] for i in loads],
+        "load_use": sum(uses) / max(1, len(uses)),
+        "stall": sum(nd.ctrl.stall for nd in nodes),
+    }
+
+
+def features(orig: dict, cand: dict) -> dict[str, float]:
+    n = max(1, len(orig["pos"]))
+    pos0, pos1 = orig["pos"], cand["pos"]
+    hoist = [pos0[k] - pos1[k] for k in orig["loads"] if k in pos1]
+    return {
+        "predicted": math.log(orig["cycles"] / cand["cycles"]),
+        "load_hoist": sum(hoist) / max(1, len(hoist)) / n,
+        "load_use": cand["load_use"] - orig["load_use"],
+        "stall": (cand["stall"] - orig["stall"]) / n,
+        "moved": sum(pos0.get(k) != p for k, p in pos1.items()) / n,
+    }
+
+
 def pairs_from_logs(paths: list[Path], arch: str) -> dict[str, list[dict]]:
-    """Per kernel: one row per matched, timed candidate (predicted, measured, CI)."""
+    """Per kernel: one row per matched, timed candidate (predicted, measured, CI, features)."""
     originals: dict[str, dict] = {}
     out: dict[str, list[dict]] = defaultdict(list)
-    cost_of: dict[str, float] = {}  # schedule key -> predicted cycles
+    facts_of: dict[str, dict] = {}  # schedule key -> schedule_facts
 
-    def cycles(orig: dict, key: str, edits: list | None = None) -> float:
-        """Predicted cycles of ``orig``'s text with ``edits`` applied (built only for a new schedule)."""
-        if key not in cost_of:
+    def facts(orig: dict, key: str, edits: list | None = None) -> dict:
+        """``orig``'s text with ``edits`` applied, as schedule facts (built only for a new schedule)."""
+        if key not in facts_of:
             text = orig["text"] if edits is None else apply_edits(orig["text"], edits)
-            cost_of[key] = ReorderGame.from_text(text, arch, kernel=orig["function"]).cost_original
-        return cost_of[key]
+            facts_of[key] = schedule_facts(ReorderGame.from_text(text, arch, kernel=orig["function"]))
+        return facts_of[key]
 
     seen: set[tuple[str, str]] = set()
     for path in paths:
@@ -83,15 +134,15 @@ def pairs_from_logs(paths: list[Path], arch: str) -> dict[str, list[dict]]:
             if orig is None or "edits" not in r or (r["kernel"], r["key"]) in seen:
                 continue  # an older log without its original text, or a repeat of a schedule
             seen.add((r["kernel"], r["key"]))
-            base = cycles(orig, orig["key"])
-            cand = cycles(orig, r["key"], r["edits"])
+            base, cand = facts(orig, orig["key"]), facts(orig, r["key"], r["edits"])
             out[r["kernel"]].append(
                 {
                     "key": r["key"],
-                    "predicted": base / cand,
+                    "predicted": base["cycles"] / cand["cycles"],
                     "measured": r["speedup"],
                     "low": r["low"],
                     "high": r["high"],
+                    "features": features(base, cand),
                 }
             )
     return out
@@ -113,6 +164,25 @@ def summary(rows: list[dict]) -> dict:
     }
 
 
+def leave_one_kernel_out(per_kernel: dict[str, list[dict]], keys: tuple[str, ...], lam: float = 10.0) -> dict:
+    """Ridge regression of measured log-speedup on ``keys``, fitted without each kernel in turn and tested on
+    it: per-kernel and pooled Spearman of the held-out predictions."""
+    held: dict[str, float | None] = {}
+    preds, meas = [], []
+    for name, rows in sorted(per_kernel.items()):
+        train = [r for k, rs in per_kernel.items() if k != name for r in rs]
+        x = np.array([[r["features"][f] for f in keys] for r in train])
+        y = np.array([math.log(r["measured"]) for r in train])
+        scale = x.std(0) + 1e-12
+        w = np.linalg.solve((x / scale).T @ (x / scale) + lam * np.eye(len(keys)), (x / scale).T @ y)
+        p = list(np.array([[r["features"][f] for f in keys] for r in rows]) / scale @ w)
+        m = [r["measured"] for r in rows]
+        held[name] = spearman(p, m)
+        preds += p
+        meas += m
+    return {"keys": list(keys), "per_kernel": held, "pooled": spearman(preds, meas)}
+
+
 def fmt(x: float | None, spec: str = "+.2f") -> str:
     return "n/a" if x is None else format(x, spec)
 
@@ -122,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("logs", type=Path, nargs="+")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--json", type=Path, help="write the per-candidate pairs and the summaries here")
+    ap.add_argument("--fit", action="store_true", help="also fit a cost model, leaving one kernel out")
     args = ap.parse_args(argv)
     per_kernel = pairs_from_logs(args.logs, args.arch)
     if not per_kernel:
@@ -140,8 +211,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{s['direction_right']:10d} {fmt(p[0], '.4f')}-{fmt(p[1], '.4f')} "
             f"{fmt(m[0], '.4f')}-{fmt(m[1], '.4f')}"
         )
+    fits = []
+    if args.fit:
+        print(
+            "\nFitted on all kernels but one, tested on that one (pooled Spearman of held-out predictions):"
+        )
+        for n in range(1, len(FEATURES) + 1):
+            fits.append(leave_one_kernel_out(per_kernel, FEATURES[:n]))
+        fits.append(leave_one_kernel_out(per_kernel, FEATURES[1:]))
+        for fit in fits:
+            print(f"  {' + '.join(fit['keys']):50s} {fmt(fit['pooled'])}")
     if args.json:
-        args.json.write_text(json.dumps({"summary": table, "pairs": per_kernel}, indent=2))
+        args.json.write_text(json.dumps({"summary": table, "pairs": per_kernel, "fits": fits}, indent=2))
     return 0
 
 
