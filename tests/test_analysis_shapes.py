@@ -91,6 +91,25 @@ def test_shapes_renumber_like_a_fresh_scan() -> None:
         assert len(bulk.template_shapes) < len(texts) / 2  # texts do share shapes
 
 
+def test_skeleton_templates_are_the_regexes() -> None:
+    """Templates and numbers from skeletons (``Semantics._templates_by_skeleton``) equal one regex pass,
+    batch by batch and text by text, with the skeletons learnt from earlier texts reused."""
+    texts = _corpus_texts()
+    plain = [t for t in texts + _variants(texts) + ODD if "\x00" not in t and "\x01" not in t]
+    rng = random.Random(3)
+    sem = S.Semantics("sm_90", S.load_semantics("sm_90").data)
+    batches = [texts, plain] + [rng.sample(plain, 500) for _ in range(10)]
+    for batch in batches:
+        assert sem.templates_of(batch) == S._templates_by_regex("\n".join(batch))
+    covered = 0
+    for text in plain:
+        got = sem._templates_by_skeleton([text], text)
+        covered += got is not None
+        assert got in (None, S._templates_by_regex(text)), text
+    assert sem._templates_by_skeleton(texts, "\n".join(texts)) is not None  # ptxas text is covered
+    assert covered > 0.9 * len(plain)
+
+
 def _facts_key(f: Facts) -> tuple:
     return (f.s.shape.template, f.fb, f.flow, f.nx, f.uo, f.ds, f.dp, f.guard, f.use_mask, f.def_mask, f.x)
 

@@ -710,7 +710,7 @@ class Checker:
     def _syntax_rules(self, i: int) -> list[Finding]:
         """Per-instruction rules that need no dataflow: fields, yield combos."""
         p = self.p
-        ctrl = p.ctrls[i]
+        ctrl = p.ctrl_at(i)
         stall = ctrl.stall
         ctx = p.ctx
         max_noyield = ctx.max_noyield

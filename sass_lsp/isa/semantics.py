@@ -143,6 +143,7 @@ class Semantics:
         self._eff: dict[str, Effects] = {}
         self.template_shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
         self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
+        self._skeletons: dict[str, list[_Skeleton]] = {}  # skeleton -> its variants (see templates_of)
         self.memo: dict[str, object] = {}  # consumers' caches of what they derive (the hazard checker's)
 
     def op_info(self, opcode: str, modifiers: tuple[str, ...]) -> dict:
@@ -263,7 +264,7 @@ class Semantics:
                 add_nums(nums)
         return shapes_out, nums_out
 
-    def templates_of(self, texts: list[str]) -> tuple[list[str], list[int], bool] | None:
+    def templates_of(self, texts: list[str]) -> _Holes | None:
         """``(template per text, every text's register numbers in text order, whether one exceeds a
         one-register GPR slot's cap)``, from one pass over all the texts; None when a text contains a
         hole character or a newline (then take them one by one). With a text's template, look its shape up
@@ -272,11 +273,45 @@ class Semantics:
         joined = "\n".join(texts)
         if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
             return None
-        parts = _TOK.split(_HEX.sub(_HEX_HOLE, _LAB.sub(_LAB_HOLE, joined)))
-        nums_all = list(map(_INTS.__getitem__, parts[2::3]))
-        parts[2::3] = [_HOLE] * len(nums_all)
-        big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
-        return "".join(parts).split("\n"), nums_all, big
+        if joined.isascii():  # the skeleton's digits are ASCII ones, as the regexes' (re.ASCII)
+            holes = self._templates_by_skeleton(texts, joined)
+            if holes is not None:
+                return holes
+        return _templates_by_regex(joined)
+
+    def _templates_by_skeleton(self, texts: list[str], joined: str) -> _Holes | None:
+        """:meth:`templates_of` without a regex match per register (each costs ~2k instructions): texts that
+        differ only in the values of their digits, not in where digits stand (the same *skeleton*: every
+        digit as ``0``), and agree on their literal digit runs have one template, and the same digit runs
+        are their register numbers (:class:`_Skeleton`, from the regexes on the first such text); so the
+        rest is C-level string passes, a dict lookup and an itemgetter per text. None when a register
+        number has a leading zero or is huge (then the regexes decide)."""
+        known = self._skeletons
+        if len(known) >= _CACHE_MAX:
+            known.clear()
+        keys = joined.translate(_DIGITS_ZERO).split("\n")
+        found = list(map(known.get, keys))
+        if None in found:  # skeletons not seen before: from one text each, in one batch
+            some = dict(zip(keys, texts, strict=True))
+            new = [k for k in some if k not in known]
+            known.update(zip(new, _Skeleton.batch([some[k] for k in new], new), strict=True))
+            found = list(map(known.__getitem__, keys))
+        templates: list[str] = []
+        digits: list[str] = []  # the register numbers' digits, in text order
+        add_template, add_one, add_many = templates.append, digits.append, digits.extend
+        for text, g in zip(texts, found, strict=True):
+            if g.lit_get is not None and g.lit_get(text) != g.lits:
+                g = g.variant(text)
+            add_template(g.template)
+            if g.nregs == 1:  # itemgetter of one slice gives a str, of several a tuple
+                add_one(g.reg_get(text))
+            elif g.nregs:
+                add_many(g.reg_get(text))
+        try:  # a register number with a leading zero (or huge) is not a hole: the regexes decide
+            nums_all = list(map(_CANON.__getitem__, digits))
+        except KeyError:
+            return None
+        return templates, nums_all, not _ABOVE_R_CAP.isdisjoint(digits)  # a set lookup beats max()
 
     def shape_for(self, text: str, template: str, pos: int) -> tuple[Shape, int]:
         """For a template not in :attr:`template_shapes` (or known to have no shape): ``(its shape, pos)``
@@ -317,6 +352,8 @@ class Semantics:
             self._own[text] = shape
         return shape
 
+
+_Holes = tuple[list[str], list[int], bool]  # see Semantics.templates_of
 
 # Beside this module: ``importlib.resources`` would import its readers and zipfile on the first check (~3 ms).
 _DATA = Path(__file__).with_name("data")
@@ -722,6 +759,83 @@ _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 
 
+def _templates_by_regex(joined: str) -> _Holes:
+    """:meth:`Semantics.templates_of` of the texts joined by newlines, by one pass of each hole regex."""
+    parts = _TOK.split(_HEX.sub(_HEX_HOLE, _LAB.sub(_LAB_HOLE, joined)))
+    nums_all = list(map(_INTS.__getitem__, parts[2::3]))
+    parts[2::3] = [_HOLE] * len(nums_all)
+    big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
+    return "".join(parts).split("\n"), nums_all, big
+
+
+_DIGITS_ZERO = str.maketrans(dict.fromkeys("123456789", "0"))
+_CANON = {str(i): i for i in range(512)}  # a register number as _TOK reads it: no leading zero
+
+
+class _Skeleton:
+    """The holes of every text with one skeleton (each ASCII digit replaced by ``0``) and the same literal
+    digit runs. Such texts differ only in digits that the hole regexes never test (a digit is a word
+    character whatever its value, and a label's or hex literal's digits are inside its hole), so they share
+    the template, and the same runs are register numbers (if written without a leading zero: checked by
+    the caller). ``reg_get``/``lit_get``: itemgetters of slices that cut a text's register numbers / its
+    literal digit runs (``lit_get`` None: there are none), which must equal ``lits``; ``other``: the next
+    variant of the skeleton (other literal runs)."""
+
+    __slots__ = ("template", "nregs", "reg_get", "lit_get", "lits", "other")
+
+    @classmethod
+    def batch(cls, texts: list[str], keys: list[str]) -> list[_Skeleton]:
+        """One per text (``keys``: their skeletons), from one pass of each hole regex over them all (as
+        :meth:`Semantics.templates_of` runs them, on the same positions: labels masked, hex digits left,
+        which no register regex reads)."""
+        if not texts:
+            return []
+        joined = "\n".join(texts)
+        masked = _LAB.sub(_masked, joined)
+        holes = [(m.start() + 2, m.end(), _OHOLE) for m in _LAB.finditer(joined)]
+        holes += [(m.start() + 2, m.end(), _OHOLE) for m in _HEX.finditer(masked)]
+        holes += [(*m.span(2), _HOLE) for m in _TOK.finditer(masked)]
+        holes.sort()
+        out = []
+        start = h = 0
+        for text, key in zip(texts, keys, strict=True):  # no hole crosses a newline
+            j = bisect.bisect_left(holes, start + len(text), lo=h, key=_FIRST)
+            out.append(cls._of(text, key, holes[h:j], start))
+            h, start = j, start + len(text) + 1
+        return out
+
+    @classmethod
+    def _of(cls, text: str, key: str, holes: list[tuple[int, int, str]], offset: int) -> _Skeleton:
+        """From one text and its holes (``(start, end, hole character)`` in order, positions + ``offset``)."""
+        pieces = []  # the template: the text between the holes and one character per hole
+        reg_at, lit_at = [], []
+        prev = 0
+        for a, b, kind in [*holes, (len(text) + offset, 0, "")]:
+            a -= offset
+            pieces += (text[prev:a], kind)
+            if "0" in key[prev:a]:  # digits outside the holes: literal
+                lit_at.append(slice(prev, a))
+            if kind is _HOLE:
+                reg_at.append(slice(a, b - offset))
+            prev = b - offset
+        g = cls()
+        g.template, g.nregs, g.other = "".join(pieces), len(reg_at), None
+        g.reg_get = operator.itemgetter(*reg_at) if reg_at else None
+        g.lit_get = operator.itemgetter(*lit_at) if lit_at else None
+        g.lits = g.lit_get(text) if lit_at else None
+        return g
+
+    def variant(self, text: str) -> _Skeleton:
+        """The variant of this skeleton that ``text`` is one of (made from ``text`` if there is none yet)."""
+        g = self
+        while g.lit_get is not None and g.lit_get(text) != g.lits:
+            if g.other is None:
+                g.other = self.batch([text], [text.translate(_DIGITS_ZERO)])[0]
+                return g.other
+            g = g.other
+        return g
+
+
 class _Ints(dict):
     """Digits -> int, precomputed for register numbers (a lookup is cheaper than ``int()``)."""
 
@@ -731,6 +845,7 @@ class _Ints(dict):
 
 _INTS = _Ints((str(i), i) for i in range(512))
 _R_CAP = ZERO_INDEX["R"] - 1  # the cap of a one-register GPR slot
+_ABOVE_R_CAP = frozenset(k for k, v in _CANON.items() if v > _R_CAP)  # the digits of those numbers
 
 
 def _masked(m: re.Match) -> str:
