@@ -188,51 +188,59 @@ class Encoder:
         word = self._words.get(text)
         if word is not None:
             return word
-        key, slots = self._chunk_key(text)
-        plan = self._by_chunks.get(key)
+        # the shape's key and slots from memoised pieces: the text is cut at its first space and at ", "
+        # (kernels repeat those pieces far more than whole texts); equal keys make one shape, and the
+        # pieces' slots, in order, are split_shape(text)[1::2]. Inline: this runs once per distinct text.
+        head, sep, rest = text.partition(" ")
+        entry = self._heads.get(head) or self._head(head)
+        key = [entry[0]]
+        slots = list(entry[1])
+        if sep:
+            chunks = self._chunks
+            for chunk in rest.split(", "):
+                found = chunks.get(chunk) or self._chunk(chunk)
+                key.append(found[0])
+                slots += found[1]
+        plan = self._by_chunks.get(tuple(key))
         if plan is None:
-            parts = split_shape(text, self._operands)
-            plan = self._plans.get(tuple(parts[::2]))
+            plan = self._plans.get(tuple(split_shape(text, self._operands)[::2]))
             if plan is None or plan.relocs:
                 return self.encode(text, pc=pc, labels=labels, context=context)
             if len(self._by_chunks) >= _MAX_MEMO:
                 self._by_chunks.clear()
-            self._by_chunks[key] = plan
+            self._by_chunks[tuple(key)] = plan
         try:
-            word, _, branch = plan.evaluate(slots, pc, labels, context)
+            if plan.has_label:
+                word, _, branch = plan.evaluate(slots, pc, labels, context)
+                if branch is not None:
+                    return self.encode(text, pc=pc, labels=labels, context=context)
+                return word
+            word = plan.base
+            for idx, memo, step in plan.lookups:  # _Plan.evaluate without branch targets, inline
+                part = memo.get(slots[idx])
+                word ^= plan.convert(step, slots[idx]) if part is None else part
         except (ValueError, OverflowError, struct.error):
             return self.encode(text, pc=pc, labels=labels, context=context)
-        if branch is not None:
-            return self.encode(text, pc=pc, labels=labels, context=context)
-        if not plan.has_label and not plan.context_fields:  # the word depends on the text alone
-            if len(self._words) >= _MAX_MEMO:
-                self._words.clear()
-            self._words[text] = word
+        if plan.context_fields:
+            return apply_context(word, 0, plan.context_fields, context)[0] if context else word
+        if len(self._words) >= _MAX_MEMO:  # the word depends on the text alone
+            self._words.clear()
+        self._words[text] = word
         return word
 
-    def _chunk_key(self, text: str) -> tuple[tuple[str, ...], list[str]]:
-        """A key of ``text``'s shape and its slots, from memoised pieces: the text is cut at its first space
-        and at ", " (kernels repeat those pieces far more than whole texts). Texts with equal keys have one
-        shape; the slots are ``split_shape(text)[1::2]``."""
-        head, sep, rest = text.partition(" ")
-        heads, chunks = self._heads, self._chunks
-        entry = heads.get(head)
-        if entry is None:
-            if len(heads) >= _MAX_MEMO:
-                heads.clear()
-            entry = heads[head] = head_shape(head)
-        key = [entry[0]]
-        slots = list(entry[1])
-        if sep:
-            if len(chunks) >= _MAX_MEMO:
-                chunks.clear()
-            for chunk in rest.split(", "):
-                found = chunks.get(chunk)
-                if found is None:
-                    found = chunks[chunk] = chunk_shape(chunk)
-                key.append(found[0])
-                slots += found[1]
-        return tuple(key), slots
+    def _head(self, head: str) -> tuple[str, list[str]]:
+        """:func:`head_shape` of the text before the first space, memoised."""
+        if len(self._heads) >= _MAX_MEMO:
+            self._heads.clear()
+        entry = self._heads[head] = head_shape(head)
+        return entry
+
+    def _chunk(self, chunk: str) -> tuple[str, list[str]]:
+        """:func:`chunk_shape` of a text between ", ", memoised."""
+        if len(self._chunks) >= _MAX_MEMO:
+            self._chunks.clear()
+        found = self._chunks[chunk] = chunk_shape(chunk)
+        return found
 
     def _encode_full(
         self, text: str, pc: int, labels: Mapping[str, int] | None, context: Context | None = None
@@ -579,7 +587,7 @@ class _Plan:
         self.relocs = relocs  # (operand index, request) of relocated immediates
         self.has_label = any(role.kind == "label" for role in roles)
         # (slot index, slot text -> contribution, conversion, arg, value mask, field)
-        self.steps: list[tuple[int, dict[str, int], int, int, int, _Field]] = []
+        self.steps: list[_Step] = []
         for idx, (role, field_) in enumerate(zip(roles, fields, strict=True)):
             if role.kind in ("reg", "guard"):
                 conv, arg = _REG, role.zero
@@ -591,6 +599,7 @@ class _Plan:
                 conv, arg = _LABEL, role.operand_idx
             memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault(conv, {})
             self.steps.append((idx, memo, conv, arg, field_.mask, field_))
+        self.lookups = [(step[0], step[1], step) for step in self.steps]  # what encode_word reads first
 
     def evaluate(
         self, slots: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
@@ -600,39 +609,46 @@ class _Plan:
         word = self.base
         unseen: list[str] | None = None
         branch: list[tuple[int, RelocRequest]] | None = None
-        for slot_idx, memo, conv, arg, mask, field_ in self.steps:
+        for step in self.steps:
+            slot_idx, memo, conv, arg, mask, field_ = step
             slot = slots[slot_idx]
             part = memo.get(slot)
             if part is not None:  # this slot text was seen in this field before (register numbers, offsets)
                 word ^= part
                 continue
-            if conv == _REG:
-                value = int(slot) if slot.isdigit() else arg
-            elif conv == _HEX:
-                value = int(slot, 16)
-            elif conv == _NEG_HEX:
-                value = -int(slot, 16)
-            elif conv == _LABEL:
-                target = labels.get(slot) if labels is not None else None
-                if target is None:  # unresolved: zero displacement and a request to patch it
-                    branch = branch or []
-                    if all(r.symbol != slot for _, r in branch):
-                        kind = "call" if self.opcode == "CALL" else "branch"
-                        branch.append((arg, RelocRequest(kind, slot, 0, arg)))
-                    continue
-                value = target - (pc + 16)
-            else:
-                value = float_bits(self.opcode, float("-" + slot if conv == _NEG_FLOAT else slot))
-            value &= mask
-            part = field_.word(value) if value else 0
-            word ^= part
-            if value & field_.unseen_mask:  # complete for the bytes of value: word() read their bits
+            if conv != _LABEL:
+                value = _slot_value(self.opcode, conv, arg, slot) & mask
+                part = field_.word(value) if value else 0
+                if value & field_.unseen_mask:  # complete for the bytes of value: word() read their bits
+                    unseen = (unseen or []) + field_.unseen(value)
+                elif len(memo) < _MAX_MEMO:
+                    memo[slot] = part
+                word ^= part
+                continue
+            target = labels.get(slot) if labels is not None else None
+            if target is None:  # unresolved: zero displacement and a request to patch it
+                branch = branch or []
+                if all(r.symbol != slot for _, r in branch):
+                    kind = "call" if self.opcode == "CALL" else "branch"
+                    branch.append((arg, RelocRequest(kind, slot, 0, arg)))
+                continue
+            value = (target - (pc + 16)) & mask
+            word ^= field_.word(value) if value else 0
+            if value & field_.unseen_mask:
                 unseen = (unseen or []) + field_.unseen(value)
-            elif conv != _LABEL and len(memo) < _MAX_MEMO:
-                memo[slot] = part
         if context and self.context_fields:
             word = apply_context(word, 0, self.context_fields, context)[0]
         return word, unseen, branch
+
+    def convert(self, step: _Step, slot: str) -> int:
+        """The contribution of ``slot`` (not a branch target) to ``step``'s field, memoised there where it
+        reads no unseen bit (as :meth:`evaluate` does)."""
+        _, memo, conv, arg, mask, field_ = step
+        value = _slot_value(self.opcode, conv, arg, slot) & mask
+        part = field_.word(value) if value else 0
+        if not value & field_.unseen_mask and len(memo) < _MAX_MEMO:
+            memo[slot] = part
+        return part
 
     def encode(
         self, slots: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
@@ -652,6 +668,17 @@ class _Plan:
         return Encoded(word, relocs, self.form, hidden, all_unseen)
 
 
+def _slot_value(opcode: str, conv: int, arg: int, slot: str) -> int:
+    """The value a slot text holds under conversion ``conv`` (not a branch target), before masking."""
+    if conv == _REG:
+        return int(slot) if slot.isdigit() else arg
+    if conv == _HEX:
+        return int(slot, 16)
+    if conv == _NEG_HEX:
+        return -int(slot, 16)
+    return float_bits(opcode, float("-" + slot if conv == _NEG_FLOAT else slot))
+
+
 def apply_context(
     word: int, hidden: int, fields: tuple[tuple[str, int, int], ...], context: Context | None
 ) -> tuple[int, int]:
@@ -668,6 +695,8 @@ def apply_context(
 
 
 _Models = tuple[FormModel | None, FormModel | None]  # (general, specific), as _select chooses
+# a plan step: (slot index, slot text -> contribution, conversion, arg, value mask, field)
+_Step = tuple[int, dict[str, int], int, int, int, "_Field"]
 _NOT_YET = object()  # marks a shape not compiled yet
 _MAX_MEMO = 1 << 18  # texts (slot texts per field) remembered before a memo starts over (stops growing)
 _NO_MEMO: dict[str, int] = {}  # branch targets: never filled (they depend on pc and labels)
