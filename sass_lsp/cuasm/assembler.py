@@ -66,6 +66,8 @@ _NO_BYTES = {
 _ELF_TYPES = {"ET_NONE": 0, "ET_REL": 1, "ET_EXEC": 2, "ET_DYN": 3}
 _TEXT_RELOCS = {"32@lo": 56, "32@hi": 57}  # R_CUDA_ABS32_LO_32 / _HI_32
 _REG_RE = re.compile(r"R(?<!\wR)(\d{1,3})\b")  # \bR..., with a literal first for a fast scan
+# the same on ASCII text, where the ASCII classes agree with the Unicode ones and cost a table look-up
+_ASCII_REG_RE = re.compile(_REG_RE.pattern, re.ASCII)
 
 
 class AssembleError(Exception):
@@ -461,9 +463,10 @@ class _Assembler:
             instrs = sec.instrs
             if not instrs:
                 continue
-            # one scan of the whole texts: no opcode or modifier of any table looks like R<n> (and an
+            # one scan of the distinct texts: no opcode or modifier of any table looks like R<n> (and an
             # unknown one fails the assembly), so only operands match
-            regs = set(_REG_RE.findall("\n".join([ins.text for ins in instrs])))  # convert each number once
+            texts = "\n".join(dict.fromkeys([ins.text for ins in instrs]))
+            regs = set((_ASCII_REG_RE if texts.isascii() else _REG_RE).findall(texts))  # convert each once
             count = max(map(int, regs)) + 1 + 2 if regs else 0
             for idx, sym in enumerate(self.symbols):
                 if sym.shndx == sec.idx and sym.type == 2:
