@@ -379,17 +379,7 @@ class Encoder:
         return field_
 
     def _feats(self, model: FormModel, feats: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
-        """XOR of weights; features unknown to the form fall back to arch-wide weights (guard, reuse)."""
-        word = model.weights.get(BIAS, 0)
-        unseen = []
-        for f in feats:
-            if f in model.known:
-                word ^= model.weights.get(f, 0)
-            elif f in self._global:
-                word ^= self._global[f]
-            elif _is_value_bit(f):
-                unseen.append(f)
-        return word, tuple(unseen)
+        return _xor_feats(model, feats, self._global)
 
     def _predict(
         self, fs: FeatureSet, gen: FormModel | None, spec: FormModel | None
@@ -468,6 +458,22 @@ class Encoder:
         )
 
 
+def _xor_feats(
+    model: FormModel, feats: tuple[str, ...], global_weights: dict[str, int]
+) -> tuple[int, tuple[str, ...]]:
+    """XOR of weights; features unknown to the form fall back to arch-wide weights (guard, reuse)."""
+    word = model.weights.get(BIAS, 0)
+    unseen = []
+    for f in feats:
+        if f in model.known:
+            word ^= model.weights.get(f, 0)
+        elif f in global_weights:
+            word ^= global_weights[f]
+        elif _is_value_bit(f):
+            unseen.append(f)
+    return word, tuple(unseen)
+
+
 def _specific_columns(gen: FormModel, spec: FormModel) -> int:
     """Columns the specific model decides: those the general one does not explain linearly from visible
     data. For a form seen only through probing, columns that only the general model knows to be invisible
@@ -484,20 +490,23 @@ class _Linear:
     so each feature has one contribution to the final word."""
 
     def __init__(self, enc: Encoder, gen: FormModel | None, spec: FormModel | None, irregular: int) -> None:
-        self.enc, self.gen, self.spec, self.irregular = enc, gen, spec, irregular
+        # the arch-wide weights, not the encoder: the encoder holds this through its plans, and a cycle
+        # would leave a finished (uncached) encoder to the collector instead of freeing it at once
+        self.glob = enc._global
+        self.gen, self.spec, self.irregular = gen, spec, irregular
         self.hidden_mask = (spec or gen).hidden_mask  # type: ignore[union-attr]
         self.hidden_value = (spec or gen).hidden_value  # type: ignore[union-attr]
 
     def _weight(self, model: FormModel | None, f: str) -> int:
         if model is None:
             return 0
-        return model.weights.get(f, 0) if f in model.known else self.enc._global.get(f, 0)
+        return model.weights.get(f, 0) if f in model.known else self.glob.get(f, 0)
 
     def gen_word(self, feats: tuple[str, ...]) -> int:
-        return 0 if self.gen is None else self.enc._feats(self.gen, feats)[0]
+        return 0 if self.gen is None else _xor_feats(self.gen, feats, self.glob)[0]
 
     def spec_word(self, feats: tuple[str, ...]) -> int:
-        return 0 if self.spec is None else self.enc._feats(self.spec, feats)[0]
+        return 0 if self.spec is None else _xor_feats(self.spec, feats, self.glob)[0]
 
     def linear(self, g_word: int, s_word: int) -> int:
         if self.spec is None:
@@ -517,7 +526,7 @@ class _Linear:
         """Reported as never varied in training (by the general model when it takes part, as _predict)."""
         model = self.gen if self.gen is not None else self.spec
         assert model is not None
-        return f not in model.known and f not in self.enc._global and _is_value_bit(f)
+        return f not in model.known and f not in self.glob and _is_value_bit(f)
 
 
 class _Field:
