@@ -99,6 +99,7 @@ class Encoder:
         self._global: dict[str, int] = {f: int(v, 16) for f, v in table.get("global", {}).items()}
         self._plans: dict[tuple[str, ...], _Plan | None] = {}  # shape -> compiled plan (None: full path)
         self._fields: dict[tuple[str, str, str, int], _Field] = {}
+        self._alike: dict[tuple, _Field] = {}  # _Field.signature -> the one field of that signature
         self._words: dict[str, int] = {}  # text -> word, for texts without branch targets or relocations
         self._operands: dict[str, tuple] = {}  # operand text -> its split (shape.split_shape)
         self._heads: dict[str, tuple[str, list[str]]] = {}  # text before the first space -> head_shape
@@ -375,7 +376,10 @@ class Encoder:
         cache_key = (*key, role.prefix, role.width)
         field_ = self._fields.get(cache_key)
         if field_ is None:
-            field_ = self._fields[cache_key] = _Field(linear, role.prefix, role.width)
+            field_ = _Field(linear, role.prefix, role.width)
+            if role.width <= _SHARED_WIDTH:  # the register fields of many forms sit on the same bits
+                field_ = self._alike.setdefault(field_.signature(), field_)
+            self._fields[cache_key] = field_
         return field_
 
     def _feats(self, model: FormModel, feats: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
@@ -540,7 +544,14 @@ class _Field:
         self.tables: list[list[int] | None] = [None] * ((width + 3) // 4)
         self.mask = (1 << width) - 1
         self.unseen_mask = 0  # over the nibbles tabulated so far
-        self.slot_words: dict[int, dict[str, int]] = {}  # per slot conversion: slot text -> contribution
+        # per slot conversion and its argument: slot text -> contribution
+        self.slot_words: dict[tuple[int, int], dict[str, int]] = {}
+
+    def signature(self) -> tuple:
+        """What decides every value's contribution and unseen bits (tabulating all nibbles): fields of
+        different forms with equal signatures can be one, sharing their tables and slot memos."""
+        tables = tuple(tuple(self._table(nibble)) for nibble in range(len(self.tables)))
+        return self.prefix, self.mask, self.unseen_mask, tables
 
     def _table(self, nibble: int) -> list[int]:
         table = [0]
@@ -606,7 +617,7 @@ class _Plan:
                 conv, arg = (_NEG_FLOAT if role.negative else _FLOAT), 0
             else:
                 conv, arg = _LABEL, role.operand_idx
-            memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault(conv, {})
+            memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault((conv, arg), {})
             self.steps.append((idx, memo, conv, arg, field_.mask, field_))
         self.lookups = [(step[0], step[1], step) for step in self.steps]  # what encode_word reads first
 
@@ -707,6 +718,7 @@ _Models = tuple[FormModel | None, FormModel | None]  # (general, specific), as _
 # a plan step: (slot index, slot text -> contribution, conversion, arg, value mask, field)
 _Step = tuple[int, dict[str, int], int, int, int, "_Field"]
 _NOT_YET = object()  # marks a shape not compiled yet
+_SHARED_WIDTH = 8  # fields this narrow are shared by signature (wide ones, immediates, rarely repeat values)
 _MAX_MEMO = 1 << 18  # texts (slot texts per field) remembered before a memo starts over (stops growing)
 _NO_MEMO: dict[str, int] = {}  # branch targets: never filled (they depend on pc and labels)
 
