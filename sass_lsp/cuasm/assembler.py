@@ -288,8 +288,11 @@ class _Assembler:
                 width = _DATA_SIZES[name]
                 args = split_args(item.args)
                 try:  # plain numbers (nearly every data line): no expressions, no relocations
-                    mask = (1 << 8 * width) - 1
-                    out += b"".join((int(arg, 0) & mask).to_bytes(width, "little") for arg in args)
+                    if width == 1:  # .byte lines, the most numerous: no to_bytes per number
+                        out += bytes([int(arg, 0) & 0xFF for arg in args])
+                    else:
+                        mask = (1 << 8 * width) - 1
+                        out += b"".join((int(arg, 0) & mask).to_bytes(width, "little") for arg in args)
                     continue
                 except ValueError:
                     pass
