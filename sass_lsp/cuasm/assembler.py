@@ -264,12 +264,11 @@ class _Assembler:
         self.current_text = sec.idx
         contexts = iter(self.section_contexts(sec)) if self.context_rules else None
         encode, ctrl_bits = self.encode, self.ctrl_bits
+        inline = encode is not None and contexts is None
         for item in sec.block.items:
             if isinstance(item, Instruction):
-                context = next(contexts) if contexts is not None else None
-                ctrl = ctrl_bits.get(item.ctrl)
                 # the common case inline (a word from text alone); encode_instruction has the rest
-                if ctrl is not None and context is None and item.raw is None and encode is not None:
+                if inline and item.raw is None and (ctrl := ctrl_bits.get(item.ctrl)) is not None:
                     try:
                         encoded = encode(item.text, pc=len(out), labels=labels)
                     except Exception as err:  # the encoder reports unsupported instructions by raising
@@ -278,6 +277,7 @@ class _Assembler:
                     if type(encoded) is int:
                         out += ((encoded | ctrl) ^ item.hidden).to_bytes(16, "little")
                         continue
+                context = next(contexts) if contexts is not None else None
                 word = self.encode_instruction(item, len(out), labels, context)
                 out += word.to_bytes(16, "little")
                 continue

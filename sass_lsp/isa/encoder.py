@@ -8,7 +8,6 @@ branch/call targets that are not in ``labels`` leave the field zero and produce 
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
 import gzip
@@ -254,8 +253,7 @@ class Encoder:
         except InstructionSyntaxError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         relocs: list[RelocRequest] = []
-        ops = list(ins.operands)
-        for i, op in enumerate(ops):
+        for i, op in enumerate(ins.operands):
             if op.kind == "reloc" and op.reloc is not None:
                 relocs.append(RelocRequest(op.reloc.kind, op.reloc.symbol, op.reloc.addend, i))
             elif op.kind == "label" and op.name not in labels:
@@ -264,7 +262,7 @@ class Encoder:
                 relocs.append(RelocRequest(kind, op.name or "", 0, i))
                 labels[op.name or ""] = pc + 16
         try:
-            fs = instruction_features(dataclasses.replace(ins, operands=tuple(ops)), pc=pc, labels=labels)
+            fs = instruction_features(ins, pc=pc, labels=labels)
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         models = self._select(ins, fs)
