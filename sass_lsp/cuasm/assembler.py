@@ -66,6 +66,8 @@ _NO_BYTES = {
 _ELF_TYPES = {"ET_NONE": 0, "ET_REL": 1, "ET_EXEC": 2, "ET_DYN": 3}
 _TEXT_RELOCS = {"32@lo": 56, "32@hi": 57}  # R_CUDA_ABS32_LO_32 / _HI_32
 _REG_RE = re.compile(r"R(?<!\wR)(\d{1,3})\b")  # \bR..., with a literal first for a fast scan
+# the same on ASCII text, where the ASCII classes agree with the Unicode ones and cost a table look-up
+_ASCII_REG_RE = re.compile(_REG_RE.pattern, re.ASCII)
 
 
 class AssembleError(Exception):
@@ -262,12 +264,11 @@ class _Assembler:
         self.current_text = sec.idx
         contexts = iter(self.section_contexts(sec)) if self.context_rules else None
         encode, ctrl_bits = self.encode, self.ctrl_bits
+        inline = encode is not None and contexts is None
         for item in sec.block.items:
             if isinstance(item, Instruction):
-                context = next(contexts) if contexts is not None else None
-                ctrl = ctrl_bits.get(item.ctrl)
                 # the common case inline (a word from text alone); encode_instruction has the rest
-                if ctrl is not None and context is None and item.raw is None and encode is not None:
+                if inline and item.raw is None and (ctrl := ctrl_bits.get(item.ctrl)) is not None:
                     try:
                         encoded = encode(item.text, pc=len(out), labels=labels)
                     except Exception as err:  # the encoder reports unsupported instructions by raising
@@ -276,6 +277,7 @@ class _Assembler:
                     if type(encoded) is int:
                         out += ((encoded | ctrl) ^ item.hidden).to_bytes(16, "little")
                         continue
+                context = next(contexts) if contexts is not None else None
                 word = self.encode_instruction(item, len(out), labels, context)
                 out += word.to_bytes(16, "little")
                 continue
@@ -286,8 +288,11 @@ class _Assembler:
                 width = _DATA_SIZES[name]
                 args = split_args(item.args)
                 try:  # plain numbers (nearly every data line): no expressions, no relocations
-                    mask = (1 << 8 * width) - 1
-                    out += b"".join((int(arg, 0) & mask).to_bytes(width, "little") for arg in args)
+                    if width == 1:  # .byte lines, the most numerous: no to_bytes per number
+                        out += bytes([int(arg, 0) & 0xFF for arg in args])
+                    else:
+                        mask = (1 << 8 * width) - 1
+                        out += b"".join((int(arg, 0) & mask).to_bytes(width, "little") for arg in args)
                     continue
                 except ValueError:
                     pass
@@ -461,9 +466,10 @@ class _Assembler:
             instrs = sec.instrs
             if not instrs:
                 continue
-            # one scan of the whole texts: no opcode or modifier of any table looks like R<n> (and an
+            # one scan of the distinct texts: no opcode or modifier of any table looks like R<n> (and an
             # unknown one fails the assembly), so only operands match
-            regs = set(_REG_RE.findall("\n".join([ins.text for ins in instrs])))  # convert each number once
+            texts = "\n".join(dict.fromkeys([ins.text for ins in instrs]))
+            regs = set((_ASCII_REG_RE if texts.isascii() else _REG_RE).findall(texts))  # convert each once
             count = max(map(int, regs)) + 1 + 2 if regs else 0
             for idx, sym in enumerate(self.symbols):
                 if sym.shndx == sec.idx and sym.type == 2:
@@ -729,7 +735,8 @@ def module_arch(module: Module) -> str:
 @contextlib.contextmanager
 def _no_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: assembly allocates ~10 objects per instruction and frees none of
-    them as cycles, yet the collector's generation-0 passes cost ~10% of a 50k-instruction assembly."""
+    them as cycles, yet the collector's generation-0 passes cost ~10% of a 50k-instruction assembly (and
+    one pass when it resumes, if the module were still alive then)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -746,11 +753,15 @@ def assemble_cuasm(
 
     ``verify=False`` skips the nvdisasm check (benchmarks only).
     """
-    with _no_gc():
-        module, diags = parse_cuasm(text)
-        if has_errors(diags):
-            raise AssembleError(diags, source_name)
-        cubin, more = assemble_module(module, encode=encode or default_encoder(module_arch(module)))
+    with _no_gc():  # the module and the cubin are freed (by their reference counts) before it resumes
+        return _assemble(text, source_name, encode, verify)
+
+
+def _assemble(text: str, source_name: str, encode: EncodeFn | None, verify: bool) -> bytes:
+    module, diags = parse_cuasm(text)
+    if has_errors(diags):
+        raise AssembleError(diags, source_name)
+    cubin, more = assemble_module(module, encode=encode or default_encoder(module_arch(module)))
     diags += more
     if cubin is None or has_errors(diags):
         raise AssembleError(diags, source_name)

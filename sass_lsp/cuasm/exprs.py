@@ -55,46 +55,62 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
 
 
 def evaluate(text: str, ctx: Context) -> Value:
-    toks = _tokens(text)
-    pos = 0
+    parser = _Parser(text, ctx)
+    result = parser.expr()
+    toks, pos = parser.toks, parser.pos
+    if pos != len(toks):
+        raise ExprError(
+            f"unexpected '{toks[pos][1]}' after expression", "remove the extra text", toks[pos][2]
+        )
+    return result
 
-    def peek() -> tuple[str, str, int] | None:
-        return toks[pos] if pos < len(toks) else None
 
-    def take() -> tuple[str, str, int]:
-        nonlocal pos
-        if pos >= len(toks):
-            raise ExprError("expression ends early", "complete the expression", len(text))
-        pos += 1
-        return toks[pos - 1]
+class _Parser:
+    """Recursive descent over the tokens of one expression (methods, not closures that call each other: those
+    would make a reference cycle per call, keeping ``ctx`` alive until the collector runs)."""
 
-    def expect(op: str) -> None:
-        tok = take()
+    def __init__(self, text: str, ctx: Context) -> None:
+        self.text, self.ctx = text, ctx
+        self.toks = _tokens(text)
+        self.pos = 0
+
+    def peek(self) -> tuple[str, str, int] | None:
+        return self.toks[self.pos] if self.pos < len(self.toks) else None
+
+    def take(self) -> tuple[str, str, int]:
+        if self.pos >= len(self.toks):
+            raise ExprError("expression ends early", "complete the expression", len(self.text))
+        self.pos += 1
+        return self.toks[self.pos - 1]
+
+    def expect(self, op: str) -> None:
+        tok = self.take()
         if tok[1] != op:
             raise ExprError(f"expected '{op}' but found '{tok[1]}'", f"insert '{op}'", tok[2])
 
-    def atom() -> Value:
-        kind, val, col = take()
+    def atom(self) -> Value:
+        ctx = self.ctx
+        kind, val, col = self.take()
         if kind == "num":
             return Value(int(val, 0))
         if kind == "op" and val == "(":
-            inner = expr()
-            expect(")")
+            inner = self.expr()
+            self.expect(")")
             return inner
         if kind == "op" and val == "-":
-            inner = atom()
+            inner = self.atom()
             return Value(-inner.value, inner.reloc_sym)
         if kind == "fn":
-            expect("(")
+            self.expect("(")
             if val == "index@":
-                _, name, ncol = take()
-                expect(")")
+                _, name, ncol = self.take()
+                self.expect(")")
                 idx = ctx.symbol_index(name)
                 if idx is None:
                     raise ExprError(f"unknown symbol '{name}' in index@()", "use a name from .symtab", ncol)
                 return Value(idx)
-            inner = expr()
-            expect(")")
+            inner = self.expr()
+            self.expect(")")
             if inner.reloc_sym is not None:
                 return inner  # resolved by the relocation, the field stays zero
             shift = 0 if val == "32@lo" else 32
@@ -113,20 +129,13 @@ def evaluate(text: str, ctx: Context) -> Value:
             return Value(off)
         raise ExprError(f"unexpected '{val}' in expression", "check the expression syntax", col)
 
-    def expr() -> Value:
-        left = atom()
-        while (tok := peek()) is not None and tok[1] in "+-" and tok[0] == "op":
-            take()
-            right = atom()
+    def expr(self) -> Value:
+        left = self.atom()
+        while (tok := self.peek()) is not None and tok[1] in "+-" and tok[0] == "op":
+            self.take()
+            right = self.atom()
             sign = 1 if tok[1] == "+" else -1
             if right.reloc_sym is not None and (sign < 0 or left.reloc_sym is not None):
                 raise ExprError("a relocated symbol may only be added once", "use (sym + offset)", tok[2])
             left = Value(left.value + sign * right.value, left.reloc_sym or right.reloc_sym)
         return left
-
-    result = expr()
-    if pos != len(toks):
-        raise ExprError(
-            f"unexpected '{toks[pos][1]}' after expression", "remove the extra text", toks[pos][2]
-        )
-    return result

@@ -109,6 +109,20 @@ def _parse_section_line(args: str) -> tuple[str, str]:
     return parts[0], parts[-1] if len(parts) > 1 else ""
 
 
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")  # str.splitlines' ASCII line ends besides \n
+
+
+def _lines(text: str) -> list[str]:
+    """``text.splitlines()``; an ASCII text that ends lines with ``\n`` alone (every file the writer makes)
+    is split on ``\n``, which finds them with a memchr where splitlines tests each character."""
+    if not text.isascii() or any(brk in text for brk in _OTHER_BREAKS):
+        return text.splitlines()
+    lines = text.split("\n")
+    if not lines[-1]:  # splitlines makes no empty line after the last line end
+        lines.pop()
+    return lines
+
+
 def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     module = Module()
     diags: list[Diagnostic] = []
@@ -116,7 +130,7 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
     segment: SegmentBlock | None = None
     in_trailer = False
     spaced_match, plain_match = _SPACED_RE.match, _PLAIN_RE.match
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(_lines(text), 1):
         if section is not None:
             plain = spaced_match(raw)  # the writer's instruction line (_PLAIN_RE): the fast path
             if plain is None or '"' in raw:  # (where it matches, a '"' of the line is in its text)

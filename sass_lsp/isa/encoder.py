@@ -8,7 +8,6 @@ branch/call targets that are not in ``labels`` leave the field zero and produce 
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
 import gzip
@@ -99,6 +98,7 @@ class Encoder:
         self._global: dict[str, int] = {f: int(v, 16) for f, v in table.get("global", {}).items()}
         self._plans: dict[tuple[str, ...], _Plan | None] = {}  # shape -> compiled plan (None: full path)
         self._fields: dict[tuple[str, str, str, int], _Field] = {}
+        self._alike: dict[tuple, _Field] = {}  # _Field.signature -> the one field of that signature
         self._words: dict[str, int] = {}  # text -> word, for texts without branch targets or relocations
         self._operands: dict[str, tuple] = {}  # operand text -> its split (shape.split_shape)
         self._heads: dict[str, tuple[str, list[str]]] = {}  # text before the first space -> head_shape
@@ -188,51 +188,59 @@ class Encoder:
         word = self._words.get(text)
         if word is not None:
             return word
-        key, slots = self._chunk_key(text)
-        plan = self._by_chunks.get(key)
+        # the shape's key and slots from memoised pieces: the text is cut at its first space and at ", "
+        # (kernels repeat those pieces far more than whole texts); equal keys make one shape, and the
+        # pieces' slots, in order, are split_shape(text)[1::2]. Inline: this runs once per distinct text.
+        head, sep, rest = text.partition(" ")
+        entry = self._heads.get(head) or self._head(head)
+        key = [entry[0]]
+        slots = list(entry[1])
+        if sep:
+            chunks = self._chunks
+            for chunk in rest.split(", "):
+                found = chunks.get(chunk) or self._chunk(chunk)
+                key.append(found[0])
+                slots += found[1]
+        plan = self._by_chunks.get(tuple(key))
         if plan is None:
-            parts = split_shape(text, self._operands)
-            plan = self._plans.get(tuple(parts[::2]))
+            plan = self._plans.get(tuple(split_shape(text, self._operands)[::2]))
             if plan is None or plan.relocs:
                 return self.encode(text, pc=pc, labels=labels, context=context)
             if len(self._by_chunks) >= _MAX_MEMO:
                 self._by_chunks.clear()
-            self._by_chunks[key] = plan
+            self._by_chunks[tuple(key)] = plan
         try:
-            word, _, branch = plan.evaluate(slots, pc, labels, context)
+            if plan.has_label:
+                word, _, branch = plan.evaluate(slots, pc, labels, context)
+                if branch is not None:
+                    return self.encode(text, pc=pc, labels=labels, context=context)
+                return word
+            word = plan.base
+            for idx, memo, step in plan.lookups:  # _Plan.evaluate without branch targets, inline
+                part = memo.get(slots[idx])
+                word ^= plan.convert(step, slots[idx]) if part is None else part
         except (ValueError, OverflowError, struct.error):
             return self.encode(text, pc=pc, labels=labels, context=context)
-        if branch is not None:
-            return self.encode(text, pc=pc, labels=labels, context=context)
-        if not plan.has_label and not plan.context_fields:  # the word depends on the text alone
-            if len(self._words) >= _MAX_MEMO:
-                self._words.clear()
-            self._words[text] = word
+        if plan.context_fields:
+            return apply_context(word, 0, plan.context_fields, context)[0] if context else word
+        if len(self._words) >= _MAX_MEMO:  # the word depends on the text alone
+            self._words.clear()
+        self._words[text] = word
         return word
 
-    def _chunk_key(self, text: str) -> tuple[tuple[str, ...], list[str]]:
-        """A key of ``text``'s shape and its slots, from memoised pieces: the text is cut at its first space
-        and at ", " (kernels repeat those pieces far more than whole texts). Texts with equal keys have one
-        shape; the slots are ``split_shape(text)[1::2]``."""
-        head, sep, rest = text.partition(" ")
-        heads, chunks = self._heads, self._chunks
-        entry = heads.get(head)
-        if entry is None:
-            if len(heads) >= _MAX_MEMO:
-                heads.clear()
-            entry = heads[head] = head_shape(head)
-        key = [entry[0]]
-        slots = list(entry[1])
-        if sep:
-            if len(chunks) >= _MAX_MEMO:
-                chunks.clear()
-            for chunk in rest.split(", "):
-                found = chunks.get(chunk)
-                if found is None:
-                    found = chunks[chunk] = chunk_shape(chunk)
-                key.append(found[0])
-                slots += found[1]
-        return tuple(key), slots
+    def _head(self, head: str) -> tuple[str, list[str]]:
+        """:func:`head_shape` of the text before the first space, memoised."""
+        if len(self._heads) >= _MAX_MEMO:
+            self._heads.clear()
+        entry = self._heads[head] = head_shape(head)
+        return entry
+
+    def _chunk(self, chunk: str) -> tuple[str, list[str]]:
+        """:func:`chunk_shape` of a text between ", ", memoised."""
+        if len(self._chunks) >= _MAX_MEMO:
+            self._chunks.clear()
+        found = self._chunks[chunk] = chunk_shape(chunk)
+        return found
 
     def _encode_full(
         self, text: str, pc: int, labels: Mapping[str, int] | None, context: Context | None = None
@@ -245,8 +253,7 @@ class Encoder:
         except InstructionSyntaxError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         relocs: list[RelocRequest] = []
-        ops = list(ins.operands)
-        for i, op in enumerate(ops):
+        for i, op in enumerate(ins.operands):
             if op.kind == "reloc" and op.reloc is not None:
                 relocs.append(RelocRequest(op.reloc.kind, op.reloc.symbol, op.reloc.addend, i))
             elif op.kind == "label" and op.name not in labels:
@@ -255,7 +262,7 @@ class Encoder:
                 relocs.append(RelocRequest(kind, op.name or "", 0, i))
                 labels[op.name or ""] = pc + 16
         try:
-            fs = instruction_features(dataclasses.replace(ins, operands=tuple(ops)), pc=pc, labels=labels)
+            fs = instruction_features(ins, pc=pc, labels=labels)
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         models = self._select(ins, fs)
@@ -367,21 +374,14 @@ class Encoder:
         cache_key = (*key, role.prefix, role.width)
         field_ = self._fields.get(cache_key)
         if field_ is None:
-            field_ = self._fields[cache_key] = _Field(linear, role.prefix, role.width)
+            field_ = _Field(linear, role.prefix, role.width)
+            if role.width <= _SHARED_WIDTH:  # the register fields of many forms sit on the same bits
+                field_ = self._alike.setdefault(field_.signature(), field_)
+            self._fields[cache_key] = field_
         return field_
 
     def _feats(self, model: FormModel, feats: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
-        """XOR of weights; features unknown to the form fall back to arch-wide weights (guard, reuse)."""
-        word = model.weights.get(BIAS, 0)
-        unseen = []
-        for f in feats:
-            if f in model.known:
-                word ^= model.weights.get(f, 0)
-            elif f in self._global:
-                word ^= self._global[f]
-            elif _is_value_bit(f):
-                unseen.append(f)
-        return word, tuple(unseen)
+        return _xor_feats(model, feats, self._global)
 
     def _predict(
         self, fs: FeatureSet, gen: FormModel | None, spec: FormModel | None
@@ -460,6 +460,22 @@ class Encoder:
         )
 
 
+def _xor_feats(
+    model: FormModel, feats: tuple[str, ...], global_weights: dict[str, int]
+) -> tuple[int, tuple[str, ...]]:
+    """XOR of weights; features unknown to the form fall back to arch-wide weights (guard, reuse)."""
+    word = model.weights.get(BIAS, 0)
+    unseen = []
+    for f in feats:
+        if f in model.known:
+            word ^= model.weights.get(f, 0)
+        elif f in global_weights:
+            word ^= global_weights[f]
+        elif _is_value_bit(f):
+            unseen.append(f)
+    return word, tuple(unseen)
+
+
 def _specific_columns(gen: FormModel, spec: FormModel) -> int:
     """Columns the specific model decides: those the general one does not explain linearly from visible
     data. For a form seen only through probing, columns that only the general model knows to be invisible
@@ -476,20 +492,23 @@ class _Linear:
     so each feature has one contribution to the final word."""
 
     def __init__(self, enc: Encoder, gen: FormModel | None, spec: FormModel | None, irregular: int) -> None:
-        self.enc, self.gen, self.spec, self.irregular = enc, gen, spec, irregular
+        # the arch-wide weights, not the encoder: the encoder holds this through its plans, and a cycle
+        # would leave a finished (uncached) encoder to the collector instead of freeing it at once
+        self.glob = enc._global
+        self.gen, self.spec, self.irregular = gen, spec, irregular
         self.hidden_mask = (spec or gen).hidden_mask  # type: ignore[union-attr]
         self.hidden_value = (spec or gen).hidden_value  # type: ignore[union-attr]
 
     def _weight(self, model: FormModel | None, f: str) -> int:
         if model is None:
             return 0
-        return model.weights.get(f, 0) if f in model.known else self.enc._global.get(f, 0)
+        return model.weights.get(f, 0) if f in model.known else self.glob.get(f, 0)
 
     def gen_word(self, feats: tuple[str, ...]) -> int:
-        return 0 if self.gen is None else self.enc._feats(self.gen, feats)[0]
+        return 0 if self.gen is None else _xor_feats(self.gen, feats, self.glob)[0]
 
     def spec_word(self, feats: tuple[str, ...]) -> int:
-        return 0 if self.spec is None else self.enc._feats(self.spec, feats)[0]
+        return 0 if self.spec is None else _xor_feats(self.spec, feats, self.glob)[0]
 
     def linear(self, g_word: int, s_word: int) -> int:
         if self.spec is None:
@@ -509,7 +528,7 @@ class _Linear:
         """Reported as never varied in training (by the general model when it takes part, as _predict)."""
         model = self.gen if self.gen is not None else self.spec
         assert model is not None
-        return f not in model.known and f not in self.enc._global and _is_value_bit(f)
+        return f not in model.known and f not in self.glob and _is_value_bit(f)
 
 
 class _Field:
@@ -523,7 +542,14 @@ class _Field:
         self.tables: list[list[int] | None] = [None] * ((width + 3) // 4)
         self.mask = (1 << width) - 1
         self.unseen_mask = 0  # over the nibbles tabulated so far
-        self.slot_words: dict[int, dict[str, int]] = {}  # per slot conversion: slot text -> contribution
+        # per slot conversion and its argument: slot text -> contribution
+        self.slot_words: dict[tuple[int, int], dict[str, int]] = {}
+
+    def signature(self) -> tuple:
+        """What decides every value's contribution and unseen bits (tabulating all nibbles): fields of
+        different forms with equal signatures can be one, sharing their tables and slot memos."""
+        tables = tuple(tuple(self._table(nibble)) for nibble in range(len(self.tables)))
+        return self.prefix, self.mask, self.unseen_mask, tables
 
     def _table(self, nibble: int) -> list[int]:
         table = [0]
@@ -579,7 +605,7 @@ class _Plan:
         self.relocs = relocs  # (operand index, request) of relocated immediates
         self.has_label = any(role.kind == "label" for role in roles)
         # (slot index, slot text -> contribution, conversion, arg, value mask, field)
-        self.steps: list[tuple[int, dict[str, int], int, int, int, _Field]] = []
+        self.steps: list[_Step] = []
         for idx, (role, field_) in enumerate(zip(roles, fields, strict=True)):
             if role.kind in ("reg", "guard"):
                 conv, arg = _REG, role.zero
@@ -589,8 +615,9 @@ class _Plan:
                 conv, arg = (_NEG_FLOAT if role.negative else _FLOAT), 0
             else:
                 conv, arg = _LABEL, role.operand_idx
-            memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault(conv, {})
+            memo = _NO_MEMO if conv == _LABEL else field_.slot_words.setdefault((conv, arg), {})
             self.steps.append((idx, memo, conv, arg, field_.mask, field_))
+        self.lookups = [(step[0], step[1], step) for step in self.steps]  # what encode_word reads first
 
     def evaluate(
         self, slots: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
@@ -600,39 +627,46 @@ class _Plan:
         word = self.base
         unseen: list[str] | None = None
         branch: list[tuple[int, RelocRequest]] | None = None
-        for slot_idx, memo, conv, arg, mask, field_ in self.steps:
+        for step in self.steps:
+            slot_idx, memo, conv, arg, mask, field_ = step
             slot = slots[slot_idx]
             part = memo.get(slot)
             if part is not None:  # this slot text was seen in this field before (register numbers, offsets)
                 word ^= part
                 continue
-            if conv == _REG:
-                value = int(slot) if slot.isdigit() else arg
-            elif conv == _HEX:
-                value = int(slot, 16)
-            elif conv == _NEG_HEX:
-                value = -int(slot, 16)
-            elif conv == _LABEL:
-                target = labels.get(slot) if labels is not None else None
-                if target is None:  # unresolved: zero displacement and a request to patch it
-                    branch = branch or []
-                    if all(r.symbol != slot for _, r in branch):
-                        kind = "call" if self.opcode == "CALL" else "branch"
-                        branch.append((arg, RelocRequest(kind, slot, 0, arg)))
-                    continue
-                value = target - (pc + 16)
-            else:
-                value = float_bits(self.opcode, float("-" + slot if conv == _NEG_FLOAT else slot))
-            value &= mask
-            part = field_.word(value) if value else 0
-            word ^= part
-            if value & field_.unseen_mask:  # complete for the bytes of value: word() read their bits
+            if conv != _LABEL:
+                value = _slot_value(self.opcode, conv, arg, slot) & mask
+                part = field_.word(value) if value else 0
+                if value & field_.unseen_mask:  # complete for the bytes of value: word() read their bits
+                    unseen = (unseen or []) + field_.unseen(value)
+                elif len(memo) < _MAX_MEMO:
+                    memo[slot] = part
+                word ^= part
+                continue
+            target = labels.get(slot) if labels is not None else None
+            if target is None:  # unresolved: zero displacement and a request to patch it
+                branch = branch or []
+                if all(r.symbol != slot for _, r in branch):
+                    kind = "call" if self.opcode == "CALL" else "branch"
+                    branch.append((arg, RelocRequest(kind, slot, 0, arg)))
+                continue
+            value = (target - (pc + 16)) & mask
+            word ^= field_.word(value) if value else 0
+            if value & field_.unseen_mask:
                 unseen = (unseen or []) + field_.unseen(value)
-            elif conv != _LABEL and len(memo) < _MAX_MEMO:
-                memo[slot] = part
         if context and self.context_fields:
             word = apply_context(word, 0, self.context_fields, context)[0]
         return word, unseen, branch
+
+    def convert(self, step: _Step, slot: str) -> int:
+        """The contribution of ``slot`` (not a branch target) to ``step``'s field, memoised there where it
+        reads no unseen bit (as :meth:`evaluate` does)."""
+        _, memo, conv, arg, mask, field_ = step
+        value = _slot_value(self.opcode, conv, arg, slot) & mask
+        part = field_.word(value) if value else 0
+        if not value & field_.unseen_mask and len(memo) < _MAX_MEMO:
+            memo[slot] = part
+        return part
 
     def encode(
         self, slots: list[str], pc: int, labels: Mapping[str, int] | None, context: Context | None = None
@@ -652,6 +686,17 @@ class _Plan:
         return Encoded(word, relocs, self.form, hidden, all_unseen)
 
 
+def _slot_value(opcode: str, conv: int, arg: int, slot: str) -> int:
+    """The value a slot text holds under conversion ``conv`` (not a branch target), before masking."""
+    if conv == _REG:
+        return int(slot) if slot.isdigit() else arg
+    if conv == _HEX:
+        return int(slot, 16)
+    if conv == _NEG_HEX:
+        return -int(slot, 16)
+    return float_bits(opcode, float("-" + slot if conv == _NEG_FLOAT else slot))
+
+
 def apply_context(
     word: int, hidden: int, fields: tuple[tuple[str, int, int], ...], context: Context | None
 ) -> tuple[int, int]:
@@ -668,7 +713,10 @@ def apply_context(
 
 
 _Models = tuple[FormModel | None, FormModel | None]  # (general, specific), as _select chooses
+# a plan step: (slot index, slot text -> contribution, conversion, arg, value mask, field)
+_Step = tuple[int, dict[str, int], int, int, int, "_Field"]
 _NOT_YET = object()  # marks a shape not compiled yet
+_SHARED_WIDTH = 8  # fields this narrow are shared by signature (wide ones, immediates, rarely repeat values)
 _MAX_MEMO = 1 << 18  # texts (slot texts per field) remembered before a memo starts over (stops growing)
 _NO_MEMO: dict[str, int] = {}  # branch targets: never filled (they depend on pc and labels)
 
