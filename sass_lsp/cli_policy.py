@@ -114,7 +114,9 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
         raise CliError(
             "--out names one output stem\n  hint: leave it out with several kernels (K.optimized.*)"
         )
-    return [
+    from sass_lsp.gpu.optimize import output_path
+
+    jobs = [
         OptimizeJob(
             cuasm,
             launch,
@@ -125,6 +127,13 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
         )
         for cuasm, launch in zip(args.cuasm, launches, strict=True)
     ]
+    for job in jobs:
+        if output_path(job.out_stem, ".cuasm").resolve() == job.cuasm.resolve():
+            raise CliError(
+                f"--out {job.out_stem} would write the best schedule over {job.cuasm}\n"
+                f"  hint: name another stem, e.g. --out {job.cuasm.with_suffix('')}.optimized"
+            )
+    return jobs
 
 
 def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (search.Trial -> None)
@@ -132,7 +141,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     from sass_lsp.cuasm import AssembleError, assemble_cuasm
     from sass_lsp.gpu import GpuRunner, SpecError, load_spec
     from sass_lsp.gpu.measure import GpuMeasure
-    from sass_lsp.gpu.optimize import optimize, report_dict, write_outputs
+    from sass_lsp.gpu.optimize import optimize, output_path, report_dict, write_outputs
     from sass_lsp.policy.candidates import policy_expander
     from sass_lsp.schedule.search import beam
 
@@ -151,7 +160,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
         hello = runner.hello()
         if not hello.ok:
             raise CliError(f"no GPU worker: {hello.error}")
-        log_path = job.out_stem.with_suffix(".measurements.jsonl")
+        log_path = output_path(job.out_stem, ".measurements.jsonl")
         measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path, original_text=text)
         result = optimize(search, measure, job.budget, on_trial=on_trial)
     report = report_dict(result, kernel=spec.label, budget_s=job.budget)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sass_lsp.cuasm import write_cuasm
 from sass_lsp.gpu.measure import schedule_edits
+from sass_lsp.gpu.optimize import output_path
 from sass_lsp.schedule.search import apply_edits, schedule_key
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "sass_lsp" / "examples"
@@ -34,7 +35,7 @@ def test_optimize_log_rebuilds_each_measured_schedule(tmp_path: Path, monkeypatc
     (tmp_path / "k.launch.toml").write_text((EXAMPLES / "triton_add.launch.toml").read_text())
     job = OptimizeJob(tmp_path / "k.cuasm", tmp_path / "k.launch.toml", 0.005, tmp_path / "k.opt", None, 0)
     summary = optimize_one(job)
-    log = job.out_stem.with_suffix(".measurements.jsonl")
+    log = output_path(job.out_stem, ".measurements.jsonl")
     records = [json.loads(x) for x in log.read_text().splitlines()]
     originals = [r for r in records if r["kind"] == "original"]
     assert records[0] == originals[0] and len(originals) == 1  # before every measurement, once

@@ -14,6 +14,7 @@ import pytest
 from sass_lsp.cli_policy import OptimizeJob, optimize_one
 from sass_lsp.cuasm import write_cuasm
 from sass_lsp.gpu.fanout import fan_out
+from sass_lsp.gpu.optimize import output_path
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "sass_lsp" / "examples"
 
@@ -48,11 +49,11 @@ def test_fan_out_runs_each_kernel_in_its_own_ray_task(two_kernels: list[Optimize
         assert "error" not in summary, summary
         assert summary["cuasm"] == str(job.cuasm) and summary["gpu"] == "FakeGPU (test double)"
         assert summary["pid"] != os.getpid()  # ran in a Ray worker, not here
-        report = json.loads(job.out_stem.with_suffix(".report.json").read_text())
+        report = json.loads(output_path(job.out_stem, ".report.json").read_text())
         assert report["n_candidates"] == summary["n_candidates"] > 0
         # the fake GPU loads no real cubin: every candidate is rejected, none is written out
         assert report["verified"] is False and report["n_rejected"] == report["n_candidates"]
-        assert not job.out_stem.with_suffix(".cubin").exists()
+        assert not output_path(job.out_stem, ".cubin").exists()
 
 
 def test_a_failing_job_is_its_own_row(two_kernels: list[OptimizeJob]) -> None:
@@ -69,3 +70,17 @@ def test_cli_checks_launch_specs_per_kernel(two_kernels: list[OptimizeJob]) -> N
     assert done.returncode != 0 and "2 kernels but 1 --launch specs" in done.stderr, done.stderr
     done = subprocess.run([*cmd[:6], "--out", "x"], capture_output=True, text=True, env=os.environ)
     assert done.returncode != 0 and "--out names one output stem" in done.stderr, done.stderr
+
+
+def test_outputs_never_overwrite_the_input(two_kernels: list[OptimizeJob]) -> None:
+    """The default stem K.optimized gives K.optimized.cuasm (``with_suffix`` gave K.cuasm: the user's
+    file), and an ``--out`` whose .cuasm is the input is refused before anything runs."""
+    a = two_kernels[0].cuasm
+    stem = a.with_name(a.stem + ".optimized")
+    assert output_path(stem, ".cuasm") == a.with_name(a.stem + ".optimized.cuasm")
+    assert output_path(Path("d/k.v2"), ".report.json") == Path("d/k.v2.report.json")
+    before = a.read_text()
+    cmd = [sys.executable, "-m", "sass_lsp", "optimize", str(a), "--launch", str(two_kernels[0].launch)]
+    done = subprocess.run([*cmd, "--out", str(a.with_suffix(""))], capture_output=True, text=True)
+    assert done.returncode != 0 and "would write the best schedule over" in done.stderr, done.stderr
+    assert a.read_text() == before

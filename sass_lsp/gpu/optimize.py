@@ -82,14 +82,20 @@ def report_dict(result: OptimizeResult, *, kernel: str, budget_s: float) -> dict
     }
 
 
+def output_path(out_stem: Path, suffix: str) -> Path:
+    """``K.optimized`` + ``.cuasm`` = ``K.optimized.cuasm``: appended, never ``with_suffix``, which would
+    replace ``.optimized`` and write ``K.cuasm`` — the user's own file."""
+    return out_stem.with_name(out_stem.name + suffix)
+
+
 def write_outputs(result: OptimizeResult, out_stem: Path, report: dict[str, Any]) -> list[Path]:
     """Write the report, the plot and — only when verified — the best .cuasm and .cubin. Returns the paths."""
-    paths = [out_stem.with_suffix(".report.json"), out_stem.with_suffix(".svg")]
+    paths = [output_path(out_stem, ".report.json"), output_path(out_stem, ".svg")]
     write_atomic(paths[0], json.dumps(report, indent=2, default=str))
     write_atomic(paths[1], speedup_plot(result.log, title=report["kernel"]))
     if result.verified and result.best is not None:
         text = result.best.candidate.text
-        cuasm, cubin = out_stem.with_suffix(".cuasm"), out_stem.with_suffix(".cubin")
+        cuasm, cubin = output_path(out_stem, ".cuasm"), output_path(out_stem, ".cubin")
         write_atomic(cuasm, text)
         write_atomic(cubin, assemble_cuasm(text, source_name=str(cuasm)))
         paths += [cuasm, cubin]
