@@ -34,7 +34,7 @@ class Label:
     col: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Instruction:
     ctrl: str  # text inside the brackets, e.g. "B------:R-:W0:-:S01"
     text: str  # instruction text up to and including ';' (whitespace as written)
