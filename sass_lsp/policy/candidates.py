@@ -74,8 +74,8 @@ def policy_expander(
     arch: str, *, net: PolicyNet, kernel: str | None = None, seed: int = 0, first: int = 4, max_moves: int = 8
 ) -> Callable[[str], Iterator[Candidate]]:
     """``expand`` for :func:`~sass_lsp.schedule.search.beam`: the policy's candidates from any schedule of
-    the kernel (its suggestions, then sampled rollouts), fewer and shorter than from the original since a
-    beam parent is already a measured gain to build on."""
+    the kernel (its suggestions, then sampled rollouts), with fewer suggestions and shorter rollouts than
+    ``policy_candidates``' defaults, since the beam spreads its budget over several parents."""
 
     def expand(text: str) -> Iterator[Candidate]:
         return policy_candidates(

@@ -180,16 +180,17 @@ def beam(
     stream lives across rounds (a parent kept for several rounds gives new candidates each time); the search
     ends when the budget is spent or no parent's stream gives anything new."""
     log = SearchLog(budget)
-    seen = {schedule_key(original)}
+    root = schedule_key(original)
+    seen = {root}
     streams: dict[str, Iterator[Candidate]] = {}
-    text_of: dict[str, str] = {schedule_key(original): original}
-    moves_of: dict[str, tuple[str, ...]] = {schedule_key(original): ()}
+    text_of: dict[str, str] = {root: original}
+    moves_of: dict[str, tuple[str, ...]] = {root: ()}
     while log.left > 0:
         faster = sorted(
             (t for t in log.trials if t.result.accepted and (t.result.low or 0.0) > 1.0),
             key=lambda t: -(t.result.low or 0.0),
         )
-        parents = [schedule_key(original)] + [t.candidate.key for t in faster[:width]]
+        parents = [root] + [t.candidate.key for t in faster[:width]]
         new = 0
         for parent in parents:
             stream = streams.setdefault(parent, expand(text_of[parent]))
