@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from sass_lsp.cuasm import assemble_cuasm, parse_cuasm, write_cuasm
@@ -39,6 +40,7 @@ from sass_lsp.gpu import GpuRunner, load_spec, spec_from_json
 from sass_lsp.gpu.bench import BenchResult, bench_to_dict
 from sass_lsp.gpu.corpus import corpus_dir
 from sass_lsp.gpu.measure import GpuMeasure
+from sass_lsp.gpu.optimize import Search, optimize
 from sass_lsp.schedule.search import (
     annealing,
     beam,
@@ -73,24 +75,23 @@ def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, ob
     return out
 
 
-def run_method(
-    method: str, text: str, arch: str, kernel: str, measure: GpuMeasure, budget: float, net, seed: int
-):  # noqa: ANN001, PLR0913
+def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -> Search:  # noqa: ANN001
+    """The method's search, bound to its proposer: ``(measure, budget, on_trial=...) -> SearchLog``."""
     rng = random.Random(seed)
     if method == "random":
-        return screen(random_candidates(text, arch, rng, kernel=kernel), measure, budget)
+        return partial(screen, random_candidates(text, arch, rng, kernel=kernel))
     if method == "greedy":
-        return screen(greedy_candidates(text, arch, kernel=kernel), measure, budget)
+        return partial(screen, greedy_candidates(text, arch, kernel=kernel))
     if method == "annealing":
-        return annealing(neighbour(arch, kernel), text, measure, budget, rng)
+        return partial(annealing, neighbour(arch, kernel), text, rng=rng)
     if method == "policy":
         from sass_lsp.policy.candidates import policy_candidates  # torch: only when the policy runs
 
-        return screen(policy_candidates(text, arch, net=net, kernel=kernel), measure, budget)
+        return partial(screen, policy_candidates(text, arch, net=net, kernel=kernel))
     if method == "beam":
         from sass_lsp.policy.candidates import policy_expander
 
-        return beam(policy_expander(arch, net=net, kernel=kernel, seed=seed), text, measure, budget)
+        return partial(beam, policy_expander(arch, net=net, kernel=kernel, seed=seed), text)
     raise ValueError(method)
 
 
@@ -135,11 +136,9 @@ def main(argv: list[str] | None = None) -> int:
             measure = GpuMeasure(runner, cubin, spec, name, log_path=args.log, original_text=text)
             for method in args.methods:
                 t0 = time.time()
-                log = run_method(method, text, arch, spec.kernel, measure, args.budget, net, args.seed)
-                best = log.best()
-                confirmation = None
-                if best is not None and (best.result.speedup or 0) > 1.0:
-                    confirmation = measure.confirm(best.candidate.text)
+                search = run_method(method, text, arch, spec.kernel, net, args.seed)
+                result = optimize(search, measure, args.budget)  # screening, then the best confirmed
+                log, best, confirmation = result.log, result.best, result.confirmation
                 conf = bench_to_dict(confirmation) if confirmation else None
                 verified = bool(confirmation and confirmation.verified)
                 timing = confirmation.timing if confirmation else None
