@@ -40,9 +40,8 @@ class FinetuneConfig:
     max_moves: int = 8
     ent_coef: float = 0.01
     baseline_decay: float = 0.8  # running mean of each kernel's returns
-    reject_return: float = (
-        -0.01
-    )  # a schedule the measurement rejects (never expected: states are hazard-free)
+    # the return of a schedule the measurement rejects (never expected: states are hazard-free)
+    reject_return: float = -0.01
     seed: int = 0
     device: str = "cpu"
 
