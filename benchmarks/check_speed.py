@@ -15,12 +15,8 @@ CFG, dataflow and every rule, for an already parsed module (parsing is the parse
   does after an edit (per-text caches hit, nothing keyed on the module object can);
 - timeline: ``analysis.timeline`` (hover) on the same kernel, cold (fresh interpreter) and warm.
 
-Some hosts run a process at full speed or, for seconds at a time, ~1.5x slower with no code involved (the
-H200 host's Xeon does: a fixed pure-Python loop in fresh interpreters takes 225 or 320-380 ms,
-results/check_speed.log). So each cold sample is bracketed by a host probe (a fixed, allocation-free loop)
-run just before and just after it in the same process; a sample counts as "at full speed" when both of
-its probes are within 15% of the fastest probe of the run. All samples are printed, and the median over
-all of them as well as over those at full speed.
+Each cold sample is bracketed by ``host_speed.host_probe`` in the same process, and the samples taken
+with the host at full speed get their own median beside the median of all (``host_speed`` says why).
 
     python benchmarks/check_speed.py [--n 20000] [--repeat 5] [--distinct]
 """
@@ -37,8 +33,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from itertools import repeat
 from pathlib import Path
+
+from host_speed import full_speed, host_probe
 
 SHARED = Path(os.environ.get("SASS_LSP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 SHARED_CORPUS = SHARED / "corpus" / "sm_90"
@@ -76,18 +73,6 @@ def generate(sources: list[str], n_instrs: int, distinct: bool = False) -> str:
             if count >= n_instrs:
                 break
     return "\n".join(lines) + "\n"
-
-
-FULL_SPEED = 1.15  # a probe this much slower than the run's fastest: the host was slowed down
-
-
-def host_probe(n: int = 400_000) -> float:
-    """Seconds for a fixed loop of small-int arithmetic: allocates nothing, so it warms no allocator or
-    cache that the check could then profit from; ~21 ms on a 2-vCPU VM at full speed."""
-    t, x = time.perf_counter(), 0
-    for _ in repeat(None, n):
-        x = (x * 5 + 1) & 255
-    return time.perf_counter() - t
 
 
 def child(path: str, mode: str, repeat: int) -> None:
@@ -173,20 +158,6 @@ def main() -> None:
     print(f"timeline cold: {ms(tl, 'cold')}; {tl[0]['items']} blocks")
     print(full_speed(tl))
     print(f"timeline warm: {ms(tl, 'warm')}")
-
-
-def full_speed(rows: list[dict]) -> str:
-    """The cold samples whose host probes show the host at full speed, and their median."""
-    fastest = min(p for r in rows for p in r["probes"])
-    fast = [r["cold"] for r in rows if max(r["probes"]) <= FULL_SPEED * fastest]
-    probes = " ".join("/".join(f"{p * 1e3:.0f}" for p in r["probes"]) for r in rows)
-    line = f"  host probes before/after each sample (ms; fastest {fastest * 1e3:.1f}): {probes}\n"
-    if not fast:
-        return line + "  no sample ran with the host at full speed"
-    return line + (
-        f"  at full speed (both probes <= {FULL_SPEED:.2f}x the fastest): {len(fast)} of {len(rows)} "
-        f"samples, cold median {statistics.median(fast) * 1e3:.1f} ms (min {min(fast) * 1e3:.1f})"
-    )
 
 
 if __name__ == "__main__":
