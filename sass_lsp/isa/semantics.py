@@ -25,6 +25,7 @@ import itertools
 import json
 import operator
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,7 +144,7 @@ class Semantics:
         self._eff: dict[str, Effects] = {}
         self.template_shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
         self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
-        self._skeletons: dict[str, list[_Skeleton]] = {}  # skeleton -> its variants (see templates_of)
+        self._skeletons: dict[str, _Skeleton] = {}  # skeleton -> its first variant (see templates_of)
         self.memo: dict[str, object] = {}  # consumers' caches of what they derive (the hazard checker's)
 
     def op_info(self, opcode: str, modifiers: tuple[str, ...]) -> dict:
@@ -287,14 +288,10 @@ class Semantics:
         rest is C-level string passes, a dict lookup and an itemgetter per text. None when a register
         number has a leading zero or is huge (then the regexes decide)."""
         known = self._skeletons
-        if len(known) >= _CACHE_MAX:
-            known.clear()
         keys = joined.translate(_DIGITS_ZERO).split("\n")
         found = list(map(known.get, keys))
-        if None in found:  # skeletons not seen before: from one text each, in one batch
-            some = dict(zip(keys, texts, strict=True))
-            new = [k for k in some if k not in known]
-            known.update(zip(new, _Skeleton.batch([some[k] for k in new], new), strict=True))
+        if None in found:
+            self._learn(dict(zip(keys, texts, strict=True)))
             found = list(map(known.__getitem__, keys))
         templates: list[str] = []
         digits: list[str] = []  # the register numbers' digits, in text order
@@ -312,6 +309,59 @@ class Semantics:
         except KeyError:
             return None
         return templates, nums_all, not _ABOVE_R_CAP.isdisjoint(digits)  # a set lookup beats max()
+
+    def template_groups(self, texts: list[str]) -> list[tuple[str, list[str], list[list[int]]]] | None:
+        """The texts grouped by template: ``(template, its texts, their register numbers by slot)`` per
+        group, each slot's list aligned with the group's texts. A group is the texts of one skeleton variant
+        (see :meth:`_templates_by_skeleton`; groups may share a template), so the only per-text Python is
+        the grouping: the numbers come from C-level passes per group (a check's facts are built the same
+        way, per group). None where :meth:`templates_of` would need the regexes (hole characters, newlines,
+        non-ASCII text, a number with a leading zero or above 511): then use :meth:`shapes_of`."""
+        joined = "\n".join(texts)
+        if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
+            return None
+        if not joined.isascii():
+            return None
+        by_key: dict[str, list[str]] = {}
+        for key, text in zip(joined.translate(_DIGITS_ZERO).split("\n"), texts, strict=True):
+            group = by_key.get(key)
+            if group is None:
+                by_key[key] = [text]
+            else:
+                group.append(text)
+        known = self._skeletons
+        if not known.keys() >= by_key.keys():
+            self._learn({k: group[0] for k, group in by_key.items()})
+        out = []
+        get = _CANON.__getitem__
+        try:  # a register number with a leading zero (or huge) is not a hole: the regexes decide
+            for key, group in by_key.items():
+                g = known[key]
+                parts: Iterable[tuple[_Skeleton, list[str]]] = ((g, group),)
+                if g.lit_get is not None and list(map(g.lit_get, group)).count(g.lits) != len(group):
+                    variants: dict[_Skeleton, list[str]] = {}  # other literal digit runs
+                    for text in group:
+                        variants.setdefault(g.variant(text), []).append(text)
+                    parts = variants.items()
+                for v, part in parts:
+                    if v.nregs == 1:  # itemgetter of one slice gives a str, of several a tuple
+                        cols = [list(map(get, map(v.reg_get, part)))]
+                    elif not v.nregs:
+                        cols = []
+                    else:
+                        cols = [list(map(get, col)) for col in zip(*map(v.reg_get, part), strict=True)]
+                    out.append((v.template, part, cols))
+        except KeyError:
+            return None
+        return out
+
+    def _learn(self, some: dict[str, str]) -> None:
+        """Make every skeleton of ``some`` (skeleton -> one of its texts) known: the new ones in one batch."""
+        known = self._skeletons
+        if len(known) >= _CACHE_MAX:
+            known.clear()
+        new = [k for k in some if k not in known]
+        known.update(zip(new, _Skeleton.batch([some[k] for k in new], new), strict=True))
 
     def shape_for(self, text: str, template: str, pos: int) -> tuple[Shape, int]:
         """For a template not in :attr:`template_shapes` (or known to have no shape): ``(its shape, pos)``
