@@ -333,26 +333,29 @@ class Semantics:
         if not known.keys() >= by_key.keys():
             self._learn({k: group[0] for k, group in by_key.items()})
         out = []
-        get = _CANON.__getitem__
-        try:  # a register number with a leading zero (or huge) is not a hole: the regexes decide
-            for key, group in by_key.items():
-                g = known[key]
-                parts: Iterable[tuple[_Skeleton, list[str]]] = ((g, group),)
-                if g.lit_get is not None and list(map(g.lit_get, group)).count(g.lits) != len(group):
-                    variants: dict[_Skeleton, list[str]] = {}  # other literal digit runs
+        for key, group in by_key.items():
+            # The texts of a skeleton have one length, so a character position of all of them is one
+            # strided slice of their concatenation: the literal digits and the numbers come from those.
+            g = known[key]
+            step = len(key)
+            joined = "".join(group)
+            parts: Iterable[tuple[_Skeleton, list[str], str]] = ((g, group, joined),)
+            n = len(group)
+            for q, digit in g.digits:
+                if joined[q::step].count(digit) != n:  # other literal digits: split by variant
+                    variants: dict[_Skeleton, list[str]] = {}
                     for text in group:
                         variants.setdefault(g.variant(text), []).append(text)
-                    parts = variants.items()
-                for v, part in parts:
-                    if v.nregs == 1:  # itemgetter of one slice gives a str, of several a tuple
-                        cols = [list(map(get, map(v.reg_get, part)))]
-                    elif not v.nregs:
-                        cols = []
-                    else:
-                        cols = [list(map(get, col)) for col in zip(*map(v.reg_get, part), strict=True)]
-                    out.append((v.template, part, cols))
-        except KeyError:
-            return None
+                    parts = [(v, part, "".join(part)) for v, part in variants.items()]
+                    break
+            for v, part, joined in parts:
+                cols = []
+                for a, b in v.regs:
+                    col = _numbers(joined, a, b, step)
+                    if col is None:  # a leading zero, or above 511: not a hole, the regexes decide
+                        return None
+                    cols.append(col)
+                out.append((v.template, part, cols))
         return out
 
     def _learn(self, some: dict[str, str]) -> None:
@@ -820,6 +823,25 @@ def _templates_by_regex(joined: str) -> _Holes:
 
 _DIGITS_ZERO = str.maketrans(dict.fromkeys("123456789", "0"))
 _CANON = {str(i): i for i in range(512)}  # a register number as _TOK reads it: no leading zero
+_PLACES = [{str(d): d * 10**k for d in range(10)} for k in range(3)]  # digit -> its value in place k
+
+
+def _numbers(joined: str, a: int, b: int, step: int) -> list[int] | None:
+    """The number at ``a:b`` of every ``step``-long text of ``joined``, digit place by digit place; None
+    unless every one is a register number as :data:`_CANON` has them (0-511, no leading zero)."""
+    width = b - a
+    if width > 3:
+        return None
+    lead = joined[a::step]
+    if width > 1 and "0" in lead:
+        return None
+    col = map(_PLACES[width - 1].__getitem__, lead)
+    for k in range(1, width):
+        col = map(operator.add, col, map(_PLACES[width - 1 - k].__getitem__, joined[a + k :: step]))
+    out = list(col)
+    if width == 3 and max(out) > 511:
+        return None
+    return out
 
 
 class _Skeleton:
@@ -828,10 +850,12 @@ class _Skeleton:
     character whatever its value, and a label's or hex literal's digits are inside its hole), so they share
     the template, and the same runs are register numbers (if written without a leading zero: checked by
     the caller). ``reg_get``/``lit_get``: itemgetters of slices that cut a text's register numbers / its
-    literal digit runs (``lit_get`` None: there are none), which must equal ``lits``; ``other``: the next
-    variant of the skeleton (other literal runs)."""
+    literal digit runs (``lit_get`` None: there are none), which must equal ``lits``; ``regs``: the
+    ``(start, end)`` of each register number, ``digits``: ``(position, digit)`` of each literal digit (what
+    :meth:`Semantics.template_groups` reads off many texts at once); ``other``: the next variant of the
+    skeleton (other literal runs)."""
 
-    __slots__ = ("template", "nregs", "reg_get", "lit_get", "lits", "other")
+    __slots__ = ("template", "nregs", "reg_get", "lit_get", "lits", "regs", "digits", "other")
 
     @classmethod
     def batch(cls, texts: list[str], keys: list[str]) -> list[_Skeleton]:
@@ -858,18 +882,24 @@ class _Skeleton:
     def _of(cls, text: str, key: str, holes: list[tuple[int, int, str]], offset: int) -> _Skeleton:
         """From one text and its holes (``(start, end, hole character)`` in order, positions + ``offset``)."""
         pieces = []  # the template: the text between the holes and one character per hole
-        reg_at, lit_at = [], []
+        reg_at, lit_at, regs, digits = [], [], [], []
         prev = 0
         for a, b, kind in [*holes, (len(text) + offset, 0, "")]:
             a -= offset
             pieces += (text[prev:a], kind)
             if "0" in key[prev:a]:  # digits outside the holes: literal
                 lit_at.append(slice(prev, a))
+                q = key.find("0", prev, a)
+                while q >= 0:
+                    digits.append((q, text[q]))
+                    q = key.find("0", q + 1, a)
             if kind is _HOLE:
                 reg_at.append(slice(a, b - offset))
+                regs.append((a, b - offset))
             prev = b - offset
         g = cls()
         g.template, g.nregs, g.other = "".join(pieces), len(reg_at), None
+        g.regs, g.digits = tuple(regs), tuple(digits)
         g.reg_get = operator.itemgetter(*reg_at) if reg_at else None
         g.lit_get = operator.itemgetter(*lit_at) if lit_at else None
         g.lits = g.lit_get(text) if lit_at else None
