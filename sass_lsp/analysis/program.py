@@ -397,9 +397,18 @@ def facts_of_texts(sf: ShapeFacts, texts: list[str], cols: list[list[int]]) -> l
     fb, uo, ds, dp = sf.fb, sf.use_occ, sf.dst_sa, sf.dst_pipe
     flow = fb & F_FLOW
     for nx, um, dm, guard, x in zip(nxs, ums, dms, guards, xs, strict=True):
-        f = Facts()
-        f.s, f.fb, f.flow, f.nx, f.uo, f.ds, f.dp = sf, fb, flow, nx, uo, ds, dp
-        f.guard, f.use_mask, f.def_mask, f.x = guard, um, dm, x
+        f = Facts()  # one store per field: a tuple assignment would build and unpack a tuple per text
+        f.s = sf
+        f.fb = fb
+        f.flow = flow
+        f.nx = nx
+        f.uo = uo
+        f.ds = ds
+        f.dp = dp
+        f.guard = guard
+        f.use_mask = um
+        f.def_mask = dm
+        f.x = x
         out.append(f)
     return out
 
