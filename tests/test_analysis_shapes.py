@@ -110,6 +110,49 @@ def test_skeleton_templates_are_the_regexes() -> None:
     assert covered > 0.9 * len(plain)
 
 
+def test_template_groups_are_the_regexes() -> None:
+    """``Semantics.template_groups`` (numbers read off each group of one skeleton at once) gives every text
+    the template and numbers of one regex pass, and ``_Ctx.facts_of`` built from the groups gives every
+    text its plain facts; a batch with a number the regexes do not read as a register (a leading zero,
+    above 511) gives None."""
+    texts = _corpus_texts()
+    plain = [t for t in texts + _variants(texts) + ODD if "\x00" not in t and "\x01" not in t]
+    rng = random.Random(5)
+    table = S.load_semantics("sm_90").data
+    sem = S.Semantics("sm_90", table)
+    one = context(S.Semantics("sm_90", table))
+    grouped = none = 0
+    for batch in [texts] + [rng.sample(plain, 12) for _ in range(120)]:
+        groups = sem.template_groups(batch)
+        if groups is None:
+            none += 1
+            continue
+        grouped += 1
+        got = {}
+        for template, part, cols in groups:
+            for k, text in enumerate(part):
+                got[text] = (template, [col[k] for col in cols])
+        templates, nums, _big = S._templates_by_regex("\n".join(batch))
+        pos = 0
+        for text, template in zip(batch, templates, strict=True):
+            n = template.count("\x00")
+            assert got[text] == (template, nums[pos : pos + n]), text
+            pos += n
+        bulk = context(S.Semantics("sm_90", table))
+        for text, f in zip(batch, bulk.facts_of(batch), strict=True):
+            shape, n = one.sem.shape_of(text)
+            assert _units_key(f) == _units_key(facts_of_text(text, one.shape_facts(shape), n)), text
+    assert grouped > 40 and none > 5
+
+
+def _units_key(f: Facts) -> tuple:
+    """What the checker reads of ``f``, with the units resolved: a text may stand for its template's shape
+    or have one of its own (which one depends on the texts of the template seen before it), alike here."""
+    uo = tuple((f.nx[slot] + add, kind) for slot, add, kind, _need in f.uo)
+    ds = tuple(f.nx[slot] + add for slot, add in f.ds)
+    return (f.fb, f.flow, uo, ds, f.dp, f.guard, f.use_mask, f.def_mask, f.x, f.reuse)
+
+
 def _facts_key(f: Facts) -> tuple:
     return (f.s.shape.template, f.fb, f.flow, f.nx, f.uo, f.ds, f.dp, f.guard, f.use_mask, f.def_mask, f.x)
 

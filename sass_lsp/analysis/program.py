@@ -21,7 +21,7 @@ import gc
 import itertools
 import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from sass_lsp.isa.semantics import Effects, Semantics, Shape, hole_widths, unit_kind
@@ -370,24 +370,59 @@ class Facts:
 
 
 def facts_of_text(text: str, sf: ShapeFacts, nums: list[int]) -> Facts:
-    """The facts of one text of shape ``sf`` with register numbers ``nums`` (the plain path;
-    ``_Ctx.facts_of`` builds the same in bulk)."""
-    f = Facts()
-    f.s, f.fb, f.flow, f.nx = sf, sf.fb, sf.fb & F_FLOW, [*nums, 0]
-    f.uo, f.ds, f.dp = sf.use_occ, sf.dst_sa, sf.dst_pipe
+    """The facts of one text of shape ``sf`` with register numbers ``nums`` (within the slots' caps)."""
+    return facts_of_texts(sf, [text], [[n] for n in nums])[0]
+
+
+def facts_of_texts(sf: ShapeFacts, texts: list[str], cols: list[list[int]]) -> list[Facts]:
+    """The facts of texts of one shape, their register numbers by slot in ``cols`` (each within the slot's
+    cap). The numbers and masks are made column by column in C-level passes, so the per-text Python is the
+    loop that fills the objects (a first check builds the facts of ~10k texts)."""
+    n = len(texts)
+    nxs = list(zip(*cols, itertools.repeat(0, n), strict=True))  # slot nslots: units that depend on no number
+    ums = _mask_column(sf.use_const, sf.use_var, cols, n)
+    dms = _mask_column(sf.def_const, sf.def_var, cols, n)
     gs, gb = sf.guard
-    f.guard = gb if gb is None else f.nx[gs] + gb
-    f.use_mask = sf.use_const
-    for slot, spans in sf.use_var:
-        f.use_mask |= spans[nums[slot]]
-    f.def_mask = sf.def_const
-    for slot, spans in sf.def_var:
-        f.def_mask |= spans[nums[slot]]
-    f.x = None
+    if gb is None or gs == sf.nslots:
+        guards: Iterable[int | None] = itertools.repeat(gb, n)
+    else:
+        guards = map(operator.add, cols[gs], itertools.repeat(gb))
+    xs: Iterable[tuple | None] = itertools.repeat(None, n)
     if sf.dynamic:
-        imm, targets = sf.shape.extras(text)
-        f.x = (*_keeps(imm, sf.le), targets)
-    return f
+        xs = []
+        for text in texts:
+            imm, targets = sf.shape.extras(text)
+            xs.append((*_keeps(imm, sf.le), targets))
+    out = []
+    fb, uo, ds, dp = sf.fb, sf.use_occ, sf.dst_sa, sf.dst_pipe
+    flow = fb & F_FLOW
+    for nx, um, dm, guard, x in zip(nxs, ums, dms, guards, xs, strict=True):
+        f = Facts()  # one store per field: a tuple assignment would build and unpack a tuple per text
+        f.s = sf
+        f.fb = fb
+        f.flow = flow
+        f.nx = nx
+        f.uo = uo
+        f.ds = ds
+        f.dp = dp
+        f.guard = guard
+        f.use_mask = um
+        f.def_mask = dm
+        f.x = x
+        out.append(f)
+    return out
+
+
+def _mask_column(const: int, var: tuple, cols: list[list[int]], n: int) -> Iterable[int]:
+    """Per text, the mask ``const | spans[number]`` over the ``(slot, spans)`` of ``var`` (see
+    :func:`_seg_masks`)."""
+    column = None
+    for slot, spans in var:
+        masks = map(spans.__getitem__, cols[slot])
+        column = masks if column is None else map(operator.or_, column, masks)
+    if column is None:
+        return itertools.repeat(const, n)
+    return map(operator.or_, column, itertools.repeat(const)) if const else column
 
 
 def reuse_col(text: str, tcol: int, nb: int) -> int:
@@ -465,57 +500,31 @@ class _Ctx:
         return sf
 
     def _add_facts(self, texts: list[str]) -> None:
-        """Facts of new texts, from one regex pass over all of them: what :func:`facts_of_text` gives for
-        each text and its shape, in one loop (the first check of a kernel runs it on every distinct text)."""
+        """Facts of new texts, group by group of one template (see ``Semantics.template_groups``): a group
+        whose template has a shape and whose numbers are within its caps is built at once
+        (:func:`facts_of_texts`), any other text on its own as ``Semantics.shapes_of`` would."""
         sem = self.sem
         cache = self.facts
-        holes = sem.templates_of(texts)
-        if holes is None:
+        groups = sem.template_groups(texts)
+        if groups is None:
             shapes, numss = sem.shapes_of(texts)
             for text, shape, nums in zip(texts, shapes, numss, strict=True):
                 cache[text] = facts_of_text(text, self.shape_facts(shape), nums)
             return
-        templates, nums_all, big = holes
         get = sem.template_shapes.get
-        pos = 0
-        for text, template in zip(texts, templates, strict=True):
+        for template, group, cols in groups:
             shape = get(template)
             if shape is None:
-                shape, pos = sem.shape_for(text, template, pos)
-            n = shape.nslots
-            nums = nums_all[pos : pos + n]
-            pos += n
-            for k, cap in shape.all_caps if big else shape.tight:
-                if nums[k] > cap:  # beyond the slot's cap: the text has a shape of its own
+                shape, _pos = sem.shape_for(group[0], template, 0)
+            if shape.template == template and all(max(cols[k]) <= cap for k, cap in shape.all_caps):
+                cache.update(zip(group, facts_of_texts(self.shape_facts(shape), group, cols), strict=True))
+                continue
+            for k, text in enumerate(group):  # no shape for the template, or some text beyond a cap
+                shape, _pos = sem.shape_for(text, template, 0)
+                nums = [col[k] for col in cols] if shape.nslots else []
+                if any(x > cap for x, cap in zip(nums, shape.caps, strict=True)):
                     shape, nums = sem.own_shape(text), []
-                    break
-            sf = shape.memo
-            if sf is None:
-                sf = shape.memo = ShapeFacts(shape, self)
-            nums.append(0)  # slot nslots: units that depend on no number
-            cache[text] = f = Facts()
-            f.s = sf
-            f.fb = fb = sf.fb
-            f.flow = fb & F_FLOW
-            f.nx = nums
-            f.uo = sf.use_occ
-            f.ds = sf.dst_sa
-            f.dp = sf.dst_pipe
-            gs, gb = sf.guard
-            f.guard = gb if gb is None else nums[gs] + gb
-            mask = sf.use_const
-            for slot, spans in sf.use_var:
-                mask |= spans[nums[slot]]
-            f.use_mask = mask
-            mask = sf.def_const
-            for slot, spans in sf.def_var:
-                mask |= spans[nums[slot]]
-            f.def_mask = mask
-            if sf.dynamic:
-                imm, targets = shape.extras(text)
-                f.x = (*_keeps(imm, sf.le), targets)
-            else:
-                f.x = None
+                cache[text] = facts_of_text(text, self.shape_facts(shape), nums)
 
 
 def context(sem: Semantics) -> _Ctx:

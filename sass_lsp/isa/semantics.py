@@ -25,6 +25,7 @@ import itertools
 import json
 import operator
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,7 +144,7 @@ class Semantics:
         self._eff: dict[str, Effects] = {}
         self.template_shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
         self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
-        self._skeletons: dict[str, list[_Skeleton]] = {}  # skeleton -> its variants (see templates_of)
+        self._skeletons: dict[str, _Skeleton] = {}  # skeleton -> its first variant (see templates_of)
         self.memo: dict[str, object] = {}  # consumers' caches of what they derive (the hazard checker's)
 
     def op_info(self, opcode: str, modifiers: tuple[str, ...]) -> dict:
@@ -287,14 +288,10 @@ class Semantics:
         rest is C-level string passes, a dict lookup and an itemgetter per text. None when a register
         number has a leading zero or is huge (then the regexes decide)."""
         known = self._skeletons
-        if len(known) >= _CACHE_MAX:
-            known.clear()
         keys = joined.translate(_DIGITS_ZERO).split("\n")
         found = list(map(known.get, keys))
-        if None in found:  # skeletons not seen before: from one text each, in one batch
-            some = dict(zip(keys, texts, strict=True))
-            new = [k for k in some if k not in known]
-            known.update(zip(new, _Skeleton.batch([some[k] for k in new], new), strict=True))
+        if None in found:
+            self._learn(dict(zip(keys, texts, strict=True)))
             found = list(map(known.__getitem__, keys))
         templates: list[str] = []
         digits: list[str] = []  # the register numbers' digits, in text order
@@ -312,6 +309,62 @@ class Semantics:
         except KeyError:
             return None
         return templates, nums_all, not _ABOVE_R_CAP.isdisjoint(digits)  # a set lookup beats max()
+
+    def template_groups(self, texts: list[str]) -> list[tuple[str, list[str], list[list[int]]]] | None:
+        """The texts grouped by template: ``(template, its texts, their register numbers by slot)`` per
+        group, each slot's list aligned with the group's texts. A group is the texts of one skeleton variant
+        (see :meth:`_templates_by_skeleton`; groups may share a template), so the only per-text Python is
+        the grouping: the numbers come from C-level passes per group (a check's facts are built the same
+        way, per group). None where :meth:`templates_of` would need the regexes (hole characters, newlines,
+        non-ASCII text, a number with a leading zero or above 511): then use :meth:`shapes_of`."""
+        joined = "\n".join(texts)
+        if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
+            return None
+        if not joined.isascii():
+            return None
+        by_key: dict[str, list[str]] = {}
+        for key, text in zip(joined.translate(_DIGITS_ZERO).split("\n"), texts, strict=True):
+            group = by_key.get(key)
+            if group is None:
+                by_key[key] = [text]
+            else:
+                group.append(text)
+        known = self._skeletons
+        if not known.keys() >= by_key.keys():
+            self._learn({k: group[0] for k, group in by_key.items()})
+        out = []
+        for key, group in by_key.items():
+            # The texts of a skeleton have one length, so a character position of all of them is one
+            # strided slice of their concatenation: the literal digits and the numbers come from those.
+            g = known[key]
+            step = len(key)
+            joined = "".join(group)
+            parts: Iterable[tuple[_Skeleton, list[str], str]] = ((g, group, joined),)
+            n = len(group)
+            for q, digit in g.digits:
+                if joined[q::step].count(digit) != n:  # other literal digits: split by variant
+                    variants: dict[_Skeleton, list[str]] = {}
+                    for text in group:
+                        variants.setdefault(g.variant(text), []).append(text)
+                    parts = [(v, part, "".join(part)) for v, part in variants.items()]
+                    break
+            for v, part, joined in parts:
+                cols = []
+                for a, b in v.regs:
+                    col = _numbers(joined, a, b, step)
+                    if col is None:  # a leading zero, or above 511: not a hole, the regexes decide
+                        return None
+                    cols.append(col)
+                out.append((v.template, part, cols))
+        return out
+
+    def _learn(self, some: dict[str, str]) -> None:
+        """Make every skeleton of ``some`` (skeleton -> one of its texts) known: the new ones in one batch."""
+        known = self._skeletons
+        if len(known) >= _CACHE_MAX:
+            known.clear()
+        new = [k for k in some if k not in known]
+        known.update(zip(new, _Skeleton.batch([some[k] for k in new], new), strict=True))
 
     def shape_for(self, text: str, template: str, pos: int) -> tuple[Shape, int]:
         """For a template not in :attr:`template_shapes` (or known to have no shape): ``(its shape, pos)``
@@ -770,6 +823,25 @@ def _templates_by_regex(joined: str) -> _Holes:
 
 _DIGITS_ZERO = str.maketrans(dict.fromkeys("123456789", "0"))
 _CANON = {str(i): i for i in range(512)}  # a register number as _TOK reads it: no leading zero
+_PLACES = [{str(d): d * 10**k for d in range(10)} for k in range(3)]  # digit -> its value in place k
+
+
+def _numbers(joined: str, a: int, b: int, step: int) -> list[int] | None:
+    """The number at ``a:b`` of every ``step``-long text of ``joined``, digit place by digit place; None
+    unless every one is a register number as :data:`_CANON` has them (0-511, no leading zero)."""
+    width = b - a
+    if width > 3:
+        return None
+    lead = joined[a::step]
+    if width > 1 and "0" in lead:
+        return None
+    col = map(_PLACES[width - 1].__getitem__, lead)
+    for k in range(1, width):
+        col = map(operator.add, col, map(_PLACES[width - 1 - k].__getitem__, joined[a + k :: step]))
+    out = list(col)
+    if width == 3 and max(out) > 511:
+        return None
+    return out
 
 
 class _Skeleton:
@@ -778,10 +850,12 @@ class _Skeleton:
     character whatever its value, and a label's or hex literal's digits are inside its hole), so they share
     the template, and the same runs are register numbers (if written without a leading zero: checked by
     the caller). ``reg_get``/``lit_get``: itemgetters of slices that cut a text's register numbers / its
-    literal digit runs (``lit_get`` None: there are none), which must equal ``lits``; ``other``: the next
-    variant of the skeleton (other literal runs)."""
+    literal digit runs (``lit_get`` None: there are none), which must equal ``lits``; ``regs``: the
+    ``(start, end)`` of each register number, ``digits``: ``(position, digit)`` of each literal digit (what
+    :meth:`Semantics.template_groups` reads off many texts at once); ``other``: the next variant of the
+    skeleton (other literal runs)."""
 
-    __slots__ = ("template", "nregs", "reg_get", "lit_get", "lits", "other")
+    __slots__ = ("template", "nregs", "reg_get", "lit_get", "lits", "regs", "digits", "other")
 
     @classmethod
     def batch(cls, texts: list[str], keys: list[str]) -> list[_Skeleton]:
@@ -808,18 +882,24 @@ class _Skeleton:
     def _of(cls, text: str, key: str, holes: list[tuple[int, int, str]], offset: int) -> _Skeleton:
         """From one text and its holes (``(start, end, hole character)`` in order, positions + ``offset``)."""
         pieces = []  # the template: the text between the holes and one character per hole
-        reg_at, lit_at = [], []
+        reg_at, lit_at, regs, digits = [], [], [], []
         prev = 0
         for a, b, kind in [*holes, (len(text) + offset, 0, "")]:
             a -= offset
             pieces += (text[prev:a], kind)
             if "0" in key[prev:a]:  # digits outside the holes: literal
                 lit_at.append(slice(prev, a))
+                q = key.find("0", prev, a)
+                while q >= 0:
+                    digits.append((q, text[q]))
+                    q = key.find("0", q + 1, a)
             if kind is _HOLE:
                 reg_at.append(slice(a, b - offset))
+                regs.append((a, b - offset))
             prev = b - offset
         g = cls()
         g.template, g.nregs, g.other = "".join(pieces), len(reg_at), None
+        g.regs, g.digits = tuple(regs), tuple(digits)
         g.reg_get = operator.itemgetter(*reg_at) if reg_at else None
         g.lit_get = operator.itemgetter(*lit_at) if lit_at else None
         g.lits = g.lit_get(text) if lit_at else None
