@@ -408,18 +408,29 @@ def text_registers(text: str) -> tuple[frozenset[int], frozenset[int]]:
     a safety net for operand forms the semantics scanner misses (``|R4|.reuse``)."""
     body = text.split("//", 1)[0].split("(*", 1)[0]
     head = _HEAD.match(body)
-    named: set[int] = set()
-    reused: set[int] = set()
-    for m in _REG_TOKEN.finditer(body, head.end() if head else 0):
-        kind, n, suffix = m.group(1), int(m.group(2)), m.group(3)
-        if n == ZERO_INDEX[kind]:
-            continue
-        width = 4 if ".128" in suffix else 2 if ".64" in suffix else 1
-        units = {UNIT_BASE[kind] + n + w for w in range(width) if n + w < ZERO_INDEX[kind]}
-        named |= units
-        if ".reuse" in suffix:
-            reused |= units
-    return frozenset(named), frozenset(reused)
+    named: list[int] = []
+    reused: list[int] = []
+    for token in _REG_TOKEN.findall(body, head.end() if head else 0):
+        hit = _TOKEN_UNITS.get(token)
+        if hit is None:
+            hit = _TOKEN_UNITS[token] = _token_units(*token)
+        named += hit[0]
+        reused += hit[1]
+    return frozenset(named), frozenset(reused) if reused else _NONE
+
+
+# (kind, number, suffix) -> (units, units marked .reuse): a few hundred distinct tokens name every register
+# of a kernel, so the first request for a kernel of thousands of new texts looks each up once.
+_TOKEN_UNITS: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
+
+def _token_units(kind: str, number: str, suffix: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    n, zero = int(number), ZERO_INDEX[kind]
+    if n == zero:
+        return (), ()
+    width = 4 if ".128" in suffix else 2 if ".64" in suffix else 1
+    units = tuple(UNIT_BASE[kind] + n + w for w in range(width) if n + w < zero)
+    return units, units if ".reuse" in suffix else ()
 
 
 # (text, index) -> (Effects, control code, facts), kept across kernels (facts are never changed)
@@ -450,22 +461,14 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
     # Registers the scanner missed count as reads: ordered, waited on and spaced like any source.
     missed = frozenset() if never else text_registers(nd.text)[0] - uses - defs
     uses |= missed
-    late = frozenset(u for u in uses if u < 256 or 300 <= u < 400)
-    reads: list[tuple[int, str]] = [(u, unit_kind(u)) for u in sorted(missed)]
+    late = uses - _NOT_LATE
+    reads: list[tuple[int, str]] = [(u, unit_kind(u)) for u in sorted(missed)] if missed else []
     for op in () if never else eff.srcs:
-        okind = op.role
-        for n, u in enumerate(op.units):
-            if op.hi and n >= op.hi:
-                okind = "hi"
-            if okind == "guard":
-                kind = "guard"
-            elif okind == "addr" and u < 256:
-                kind = "addr"
-            elif okind == "hi":
-                kind = "reg_hi"
-            else:
-                kind = unit_kind(u)
-            reads.append((u, kind))
+        key = (op.units, op.role, op.hi)
+        hit = _OPERAND_READS.get(key)
+        if hit is None:
+            hit = _OPERAND_READS[key] = _operand_reads(*key)
+        reads += hit
     queue = eff.queue or f"#{nd.idx}"
     events: list[Event] = []
     is_event = not never and not gmma and (eff.variable or c.write_sb is not None or c.read_sb is not None)
@@ -482,7 +485,7 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
             for n, u in enumerate(op.units):
                 dst_pipe[u] = eff.pipe + "_hi" if op.hi and n >= op.hi else eff.pipe
     mem = _MEM.get(eff.opcode)
-    if mem is None and eff.flags & {"load", "store"}:
+    if mem is None and not eff.flags.isdisjoint(_LOAD_STORE):
         mem = (_ALL, _ALL)
     if gmma:
         mem = (_S, 0)
@@ -517,6 +520,33 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
         c.yield_flag,
         c.wait_mask,
     )
+
+
+# Units that are not late-read sources: predicates and uniform predicates (units end below 512, UP7).
+_LOAD_STORE = frozenset({"load", "store"})
+_NOT_LATE = frozenset(range(256, 300)) | frozenset(range(400, 512))
+# (units, role, hi) of a source operand -> its (unit, latency operand kind) reads: operands repeat across
+# texts far more than texts do.
+_OPERAND_READS: dict[tuple[tuple[int, ...], str, int], tuple[tuple[int, str], ...]] = {}
+
+
+def _operand_reads(units: tuple[int, ...], role: str, hi: int) -> tuple[tuple[int, str], ...]:
+    """The (unit, kind) rows the checker looks a source operand's latency up by."""
+    out = []
+    okind = role
+    for n, u in enumerate(units):
+        if hi and n >= hi:
+            okind = "hi"
+        if okind == "guard":
+            kind = "guard"
+        elif okind == "addr" and u < 256:
+            kind = "addr"
+        elif okind == "hi":
+            kind = "reg_hi"
+        else:
+            kind = unit_kind(u)
+        out.append((u, kind))
+    return tuple(out)
 
 
 def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
