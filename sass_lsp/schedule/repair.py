@@ -186,7 +186,9 @@ def repaired_texts(k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[
 
 @dataclass(slots=True)
 class _Plan:
-    ctx: KernelContext
+    # No reference back to the KernelContext that keeps the plan: no cycle for the cyclic collector to find
+    # when a context is dropped (suggest runs with the collector paused, see policy.suggest).
+    sb_set: int  # KernelContext.sb_set
     facts: BlockFacts
     entry_events: tuple[Event, ...]
     lb: dict[int, int]  # earliest issue cycle from results in flight at entry
@@ -219,18 +221,18 @@ def _plan(ctx: KernelContext, block: int, entry: State) -> _Plan:
         if x in deps.barriers:
             drain_at[x] = frozenset(events)
         events = _own(events, f)
-    plan = _Plan(ctx, facts, tuple(entry.events), lb, exit_cons, exit_c0, {}, keep_wait, drain_at)
-    plan.base = _base_stalls(plan, deps.fixed)
+    plan = _Plan(ctx.sb_set, facts, tuple(entry.events), lb, exit_cons, exit_c0, {}, keep_wait, drain_at)
+    plan.base = _base_stalls(ctx, plan, deps.fixed)
     ctx.plans[key] = (entry, plan)
     return plan
 
 
-def _base_stalls(plan: _Plan, fixed: frozenset[int]) -> dict[int, int]:
+def _base_stalls(ctx: KernelContext, plan: _Plan, fixed: frozenset[int]) -> dict[int, int]:
     """Each instruction's own minimum gap: 1 (0 where ptxas wrote S00 on padding) where a latency explains
     its ptxas stall, else the ptxas stall itself. Instructions that never move (barriers, WARPGROUP, HGMMA,
     DEPBAR, branches) always keep their ptxas stall: what their issue needs after them is not modelled (in
     three of the H200's wrong results, a move nearby had cut WARPGROUP.ARRIVE from S02 to S01)."""
-    facts, ctx = plan.facts, plan.ctx
+    facts = plan.facts
     t = facts.orig_t
     base = {}
     for x in range(facts.start, facts.end):
@@ -497,7 +499,7 @@ def _stalls(
     when nothing was raised yet, as for an order that equals the ptxas order up to ``first``). ``probe``
     gets the position of the first raise and the cycles placed before it."""
     dist, base, lb = plan.facts.dist, plan.base, plan.lb
-    sb_set = plan.ctx.sb_set
+    sb_set = plan.sb_set
     n = len(order)
     pos = {x: p for p, x in enumerate(order)}
     setters = _setters(plan, order, waits)
