@@ -524,6 +524,7 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
 
 # Units that are not late-read sources: predicates and uniform predicates (units end below 512, UP7).
 _LOAD_STORE = frozenset({"load", "store"})
+_UNIFORM = frozenset(range(UNIT_BASE["UR"], 512))  # uniform registers and predicates
 _NOT_LATE = frozenset(range(256, 300)) | frozenset(range(400, 512))
 # (units, role, hi) of a source operand -> its (unit, latency operand kind) reads: operands repeat across
 # texts far more than texts do.
@@ -551,45 +552,46 @@ def _operand_reads(units: tuple[int, ...], role: str, hi: int) -> tuple[tuple[in
 
 def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
     b = ctx.k.blocks[block]
-    info = {j: ctx.nodes[j] for j in range(b.start, b.end)}
-    orig_t: dict[int, int] = {}
-    t = 0
-    for j in range(b.start, b.end):
-        orig_t[j] = t
-        t += info[j].stall
-    last_w: dict[int, int] = {}
+    idxs = range(b.start, b.end)
+    nodes = ctx.nodes[b.start : b.end]
+    info = dict(zip(idxs, nodes, strict=True))
+    starts = list(itertools.accumulate((f.stall for f in nodes), initial=0))
+    t = starts.pop()
+    orig_t = dict(zip(idxs, starts, strict=True))
+    last_fixed: dict[int, tuple[int, str, NodeFacts]] = {}  # unit -> its last write, when fixed-latency
     late_readers: dict[int, list[int]] = {}  # unit -> variable-latency readers without R scoreboard
     uniform_readers: dict[int, list[int]] = {}  # uniform register -> its readers since its last write
     last_bar = None
     dist: dict[int, tuple[tuple[int, int], ...]] = {}
     latencies = _latency_lookup(ctx.sem)
-    ur_base, bar_gap, maxlat = UNIT_BASE["UR"], ctx.bar_gap, ctx.maxlat
-    for j in range(b.start, b.end):
-        f = info[j]
+    bar_gap, maxlat = ctx.bar_gap, ctx.maxlat
+    for j, f, tj in zip(idxs, nodes, starts, strict=True):
         if f.never:
             continue
         cons: dict[int, int] = {}  # i -> cycles: the largest each constraint below asks (inlined: hot)
-        tj = orig_t[j]
         for u, kind in f.reads:
-            p = last_w.get(u)
-            pipe = info[p].dst_pipe.get(u) if p is not None else None
-            if pipe is not None and not complementary(info[p], f):
-                lat = latencies(pipe, f.pipe, kind)
-                if lat is not None:
-                    # A pair a move brings closer than ptxas placed it gets UNTRUSTED_RAW_FLOOR or the
-                    # hardware-measured latency; a pair at least as far apart as in ptxas's order keeps
-                    # ptxas's judgement.
-                    cycles, placed = lat
-                    floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
-                    c = max(cycles, min(floor, tj - orig_t[p]))
-                    if c > cons.get(p, 0):
-                        cons[p] = c
+            hit = last_fixed.get(u)
+            if hit is None:
+                continue
+            p, pipe, fp = hit
+            if fp.guard is not None and f.guard == fp.guard and f.neg != fp.neg:
+                continue  # complementary guards: never both execute
+            lat = latencies(pipe, f.pipe, kind)
+            if lat is not None:
+                # A pair a move brings closer than ptxas placed it gets UNTRUSTED_RAW_FLOOR or the
+                # hardware-measured latency; a pair at least as far apart as in ptxas's order keeps
+                # ptxas's judgement.
+                cycles, placed = lat
+                floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
+                c = max(cycles, min(floor, tj - orig_t[p]))
+                if c > cons.get(p, 0):
+                    cons[p] = c
         if f.shared and last_bar is not None and bar_gap and bar_gap > cons.get(last_bar, 0):
             cons[last_bar] = bar_gap
         for u in f.defs:
-            p = last_w.get(u)
-            pipe = info[p].dst_pipe.get(u) if p is not None else None
-            if pipe is not None:  # the older fixed-latency write must land first: keep ptxas's distance
+            hit = last_fixed.get(u)
+            if hit is not None:  # the older fixed-latency write must land first: keep ptxas's distance
+                p, pipe, _fp = hit
                 c = min(tj - orig_t[p], maxlat.get(pipe, 0))
                 if c > cons.get(p, 0):
                     cons[p] = c
@@ -601,14 +603,18 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
                 c = min(tj - orig_t[r], UNTRUSTED_RAW_FLOOR)
                 if c > cons.get(r, 0):
                     cons[r] = c
-        for u in f.uses:
-            if u >= ur_base:
-                uniform_readers.setdefault(u, []).append(j)
+        for u in f.uses & _UNIFORM:
+            uniform_readers.setdefault(u, []).append(j)
         if (f.variable or f.mem is not None) and f.rsb is None and not f.gmma:
             for u in f.late:
                 late_readers.setdefault(u, []).append(j)
+        dst_pipe = f.dst_pipe
         for u in f.defs:
-            last_w[u] = j
+            pipe = dst_pipe.get(u)
+            if pipe is None:
+                last_fixed.pop(u, None)
+            else:
+                last_fixed[u] = (j, pipe, f)
         if f.bar_sync:
             last_bar = j
         if cons:
