@@ -292,7 +292,6 @@ class KernelContext:
         self.bar_gap: int = checker.bar_gap
         self.max_noyield = sem.param("max_stall_without_yield")
         self.sb_set = sem.param("scoreboard_set_cycles") or 0
-        self.s00 = frozenset(sem.data.get("params", {}).get("s00_opcodes", {}).get("value", ()))
         self.nodes = [_node_facts(nd) for nd in k.nodes]
         self.gmma_units = frozenset(u for f in self.nodes if f.gmma for u in f.touch if u < 256)
         self.keep_sbs = 0  # scoreboards some DEPBAR.LE counts with k > 0
@@ -763,8 +762,7 @@ def _register_edges(facts: BlockFacts, edges: _Edges) -> None:
     readers: dict[int, list[int]] = {}
     s = edges.stride
     raw, waw, war = edges.of(EDGE_RAW).append, edges.of(EDGE_WAW).append, edges.of(EDGE_WAR)
-    for j in range(facts.start, facts.end):
-        f = facts.info[j]
+    for j, f in facts.info.items():  # (in node order)
         for u in f.uses:
             p = last_def.get(u)
             if p is not None:
@@ -773,9 +771,11 @@ def _register_edges(facts: BlockFacts, edges: _Edges) -> None:
             p = last_def.get(u)
             if p is not None:
                 waw(p * s + j)
-            war.extend(r * s + j for r in readers.pop(u, ()))
+            since = readers.pop(u, None)
+            if since:
+                war.extend([r * s + j for r in since])
             last_def[u] = j
-        for u in f.uses - f.defs:
+        for u in f.uses - f.defs if f.defs else f.uses:
             readers.setdefault(u, []).append(j)
 
 

@@ -370,7 +370,7 @@ class ReorderGame(gym.Env):
 def _repaired(nd: Node, ctrl: Ctrl, text: str, sem: Semantics) -> Node:
     """``nd`` with its repaired control code and text; ``idx`` and ``line`` stay the ptxas ones."""
     if text == nd.text:
-        if ctrl == nd.ctrl:
+        if ctrl is nd.ctrl or ctrl == nd.ctrl:  # (repair_block returns a node's own Ctrl where unchanged)
             return nd
         return Node(nd.idx, nd.line, nd.ctrl_col, nd.text_col, text, ctrl, nd.eff, nd.end_col)
     return Node(
