@@ -664,6 +664,10 @@ class EdgeMap(Mapping[tuple[int, int], int]):
         return f"EdgeMap({self._pairs()!r})"
 
 
+_BIT_SHIFT = 5  # EDGE_RAW .. EDGE_ORDER
+_BIT_MASK = (1 << _BIT_SHIFT) - 1
+
+
 class _Edges:
     """Edges as they are found, merged once at the end (appending an int is much cheaper than updating a dict
     of pairs per edge): per EDGE bit a list of keys ``i * stride + j``, ``i < j``. The hot loops append to
@@ -698,13 +702,14 @@ class _Edges:
         if not chunks:
             empty = np.zeros(0, dtype=np.int64)
             return EdgeMap(empty, empty.copy(), np.zeros(0, dtype=np.uint8))
-        keys = np.concatenate([k for k, _ in chunks])
-        bit = np.concatenate([np.full(len(k), b, dtype=np.uint8) for k, b in chunks])
-        order = np.argsort(keys, kind="stable")
-        sk = keys[order]
-        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-        bits = np.bitwise_or.reduceat(bit[order], starts)
-        pairs = sk[starts]
+        # One in-place sort of (key, bit) packed in an int64 (EDGE bits are below 32): a pair's entries end up
+        # adjacent (an argsort and two gathers cost twice as much on tens of thousands of edges).
+        packed = np.concatenate([(k << _BIT_SHIFT) | b for k, b in chunks])
+        packed.sort()
+        keys = packed >> _BIT_SHIFT
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        bits = np.bitwise_or.reduceat((packed & _BIT_MASK).astype(np.uint8), starts)
+        pairs = keys[starts]
         return EdgeMap(pairs // self.stride, pairs % self.stride, bits)
 
 
