@@ -228,14 +228,17 @@ def _plan(ctx: KernelContext, block: int, entry: State) -> _Plan:
     exit_cons, exit_c0 = exit_bounds(ctx, facts, entry)
     keep_wait = {x: info[x].wait for x in deps.fixed if info[x].wait}
     drain_at: dict[int, frozenset[Event]] = {}
+    barriers = deps.barriers
     events = list(entry.events)
-    for x in range(facts.start, facts.end):
-        f = info[x]
-        events = _complete_waits(events, f.wait)
-        events = _depbar(events, f)
-        if x in deps.barriers:
+    for x, f in info.items():  # (in node order; the tests inlined: thousands of instructions, most do none)
+        if f.wait:
+            events = _complete_waits(events, f.wait)
+        if f.depbar is not None:
+            events = _depbar(events, f)
+        if x in barriers:
             drain_at[x] = frozenset(events)
-        events = _own(events, f)
+        if f.events:
+            events = _own(events, f)
     plan = _Plan(ctx.sb_set, facts, tuple(entry.events), lb, exit_cons, exit_c0, {}, keep_wait, drain_at)
     plan.base = _base_stalls(plan, deps.fixed)
     ctx.plans[key] = (entry, plan)
