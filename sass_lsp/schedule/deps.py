@@ -695,6 +695,14 @@ class _Edges:
         else:
             self.of(bit).extend(i * s + j for i in sources)
 
+    def add_after(self, i: int, targets: list[int], bit: int) -> None:
+        """``add(i, j, bit)`` for each target ``j > i``, without a call per edge (long lists as one array)."""
+        base = i * self.stride
+        if len(targets) > 64:
+            self.chunks.append((np.array(targets, dtype=np.int64) + base, bit))
+        else:
+            self.of(bit).extend([base + j for j in targets])
+
     def merged(self) -> EdgeMap:
         """The distinct pairs, sorted, with their bits OR-ed."""
         chunks = [(np.array(keys, dtype=np.int64), bit) for bit, keys in self.keys.items() if keys]
@@ -832,7 +840,7 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
         f = info[i]
         if f.mem is not None and f.rsb is None and f.late and not f.gmma:  # (a never-run op has no mem)
             later = read_sb_ops.get(f.queue, ())
-            order.extend(i * st + j for j in later[bisect.bisect_right(later, i) :])
+            edges.add_after(i, later[bisect.bisect_right(later, i) :], EDGE_ORDER)
     # DEPBAR.LE SBn, k > 0 (here or in a successor) counts the youngest k: keep their order.
     for sb in range(6):
         if ctx.keep_sbs >> sb & 1:
