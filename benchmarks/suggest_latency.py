@@ -18,7 +18,10 @@ policy's first move, which always run.
 
 The policy's load and its warm-up (``warm_up``: the game's imports and torch's first forward pass, once per
 process, as the CLI and the server do right after loading) are printed on their own. Medians and minima of
-``--repeat`` samples.
+``--repeat`` samples; the last line counts the cyclic collections that ran inside the timed calls (``suggest``
+holds the collector: a full collection walks the whole heap, ~150 ms on a 2-vCPU VM, and used to land in a
+random request). On a 2-vCPU VM torch's two OpenMP threads can make single forward passes 30x slower when
+anything else runs (600 ms instead of 20): ``--threads 1`` there.
 
     python benchmarks/suggest_latency.py [--repeat 7] [--threads N] [--policy DIR]
 """
@@ -26,6 +29,7 @@ process, as the CLI and the server do right after loading) are printed on their 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -77,9 +81,18 @@ def main() -> int:
     print(
         f"{'kernel':18} {'instr':>6} {'first ms':>9} {'after an edit (min/med)':>24} {'same text':>14} found"
     )
+    collections = [0]
+    timing = [False]  # inside a timed call
+
+    def count(phase: str, _info: dict) -> None:
+        if phase == "start" and timing[0]:
+            collections[0] += 1
+
+    gc.callbacks.append(count)
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in kernels(Path(tmp)):
             arch = module_arch(parse_cuasm(text)[0])
+            timing[0] = True
             t = time.perf_counter()
             found = len(suggest(text, arch, net=net))
             first = time.perf_counter() - t
@@ -92,6 +105,7 @@ def main() -> int:
                 t = time.perf_counter()
                 suggest(fresh, arch, net=net)
                 same.append(time.perf_counter() - t)
+            timing[0] = False
             ms = [
                 1e3 * x for x in (first, min(new), statistics.median(new), min(same), statistics.median(same))
             ]
@@ -99,6 +113,8 @@ def main() -> int:
                 f"{name:18} {n_instructions(text):6} {ms[0]:9.0f} {ms[1]:14.0f} /{ms[2]:5.0f}"
                 f" {ms[3]:8.0f} /{ms[4]:4.0f} {found:5}"
             )
+    gc.callbacks.remove(count)
+    print(f"cyclic collections inside timed calls: {collections[0]}; load average {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -273,6 +273,33 @@ def test_suggest_time_budget_bounds_the_search():
     assert all(len(s.moves) == 1 for s in quick)
 
 
+def test_suggest_holds_the_collector_and_leaves_no_cyclic_garbage():
+    """No collection runs inside a request (a full one walks the whole heap: a random slow request), and
+    what requests leave behind, cached games evicted included, is freed by reference counting alone."""
+    import gc
+
+    pytest.importorskip("sass_lsp.schedule.game")
+    torch.manual_seed(0)
+    net = PolicyNet(SMALL).eval()
+    name, arch, text = next(k for k in corpus() if k[0] == "triton_layernorm")
+    collections: list[int] = []
+
+    def count(phase: str, _info: dict) -> None:
+        if phase == "start":
+            collections.append(1)
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        for i in range(6):  # more texts than the game cache keeps: games are evicted
+            suggest(f"{text}// {i}\n", arch, net=net, max_moves=2, time_budget_s=None)
+    finally:
+        gc.callbacks.remove(count)
+    assert not collections
+    assert gc.isenabled()
+    assert gc.collect() == 0
+
+
 def test_policy_candidates_reach_the_gpu_where_the_cost_model_sees_no_gain_and_then_end():
     """triton_matmul is HGMMA-bound in the static model, so no rollout predicts a gain: the candidates must
     still come (the GPU judges them), each new, and the stream must end once rollouts bring nothing new —

@@ -292,7 +292,6 @@ class KernelContext:
         self.bar_gap: int = checker.bar_gap
         self.max_noyield = sem.param("max_stall_without_yield")
         self.sb_set = sem.param("scoreboard_set_cycles") or 0
-        self.s00 = frozenset(sem.data.get("params", {}).get("s00_opcodes", {}).get("value", ()))
         self.nodes = [_node_facts(nd) for nd in k.nodes]
         self.gmma_units = frozenset(u for f in self.nodes if f.gmma for u in f.touch if u < 256)
         self.keep_sbs = 0  # scoreboards some DEPBAR.LE counts with k > 0
@@ -408,18 +407,29 @@ def text_registers(text: str) -> tuple[frozenset[int], frozenset[int]]:
     a safety net for operand forms the semantics scanner misses (``|R4|.reuse``)."""
     body = text.split("//", 1)[0].split("(*", 1)[0]
     head = _HEAD.match(body)
-    named: set[int] = set()
-    reused: set[int] = set()
-    for m in _REG_TOKEN.finditer(body, head.end() if head else 0):
-        kind, n, suffix = m.group(1), int(m.group(2)), m.group(3)
-        if n == ZERO_INDEX[kind]:
-            continue
-        width = 4 if ".128" in suffix else 2 if ".64" in suffix else 1
-        units = {UNIT_BASE[kind] + n + w for w in range(width) if n + w < ZERO_INDEX[kind]}
-        named |= units
-        if ".reuse" in suffix:
-            reused |= units
-    return frozenset(named), frozenset(reused)
+    named: list[int] = []
+    reused: list[int] = []
+    for token in _REG_TOKEN.findall(body, head.end() if head else 0):
+        hit = _TOKEN_UNITS.get(token)
+        if hit is None:
+            hit = _TOKEN_UNITS[token] = _token_units(*token)
+        named += hit[0]
+        reused += hit[1]
+    return frozenset(named), frozenset(reused) if reused else _NONE
+
+
+# (kind, number, suffix) -> (units, units marked .reuse): a few hundred distinct tokens name every register
+# of a kernel, so the first request for a kernel of thousands of new texts looks each up once.
+_TOKEN_UNITS: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
+
+def _token_units(kind: str, number: str, suffix: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    n, zero = int(number), ZERO_INDEX[kind]
+    if n == zero:
+        return (), ()
+    width = 4 if ".128" in suffix else 2 if ".64" in suffix else 1
+    units = tuple(UNIT_BASE[kind] + n + w for w in range(width) if n + w < zero)
+    return units, units if ".reuse" in suffix else ()
 
 
 # (text, index) -> (Effects, control code, facts), kept across kernels (facts are never changed)
@@ -450,22 +460,14 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
     # Registers the scanner missed count as reads: ordered, waited on and spaced like any source.
     missed = frozenset() if never else text_registers(nd.text)[0] - uses - defs
     uses |= missed
-    late = frozenset(u for u in uses if u < 256 or 300 <= u < 400)
-    reads: list[tuple[int, str]] = [(u, unit_kind(u)) for u in sorted(missed)]
+    late = uses - _NOT_LATE
+    reads: list[tuple[int, str]] = [(u, unit_kind(u)) for u in sorted(missed)] if missed else []
     for op in () if never else eff.srcs:
-        okind = op.role
-        for n, u in enumerate(op.units):
-            if op.hi and n >= op.hi:
-                okind = "hi"
-            if okind == "guard":
-                kind = "guard"
-            elif okind == "addr" and u < 256:
-                kind = "addr"
-            elif okind == "hi":
-                kind = "reg_hi"
-            else:
-                kind = unit_kind(u)
-            reads.append((u, kind))
+        key = (op.units, op.role, op.hi)
+        hit = _OPERAND_READS.get(key)
+        if hit is None:
+            hit = _OPERAND_READS[key] = _operand_reads(*key)
+        reads += hit
     queue = eff.queue or f"#{nd.idx}"
     events: list[Event] = []
     is_event = not never and not gmma and (eff.variable or c.write_sb is not None or c.read_sb is not None)
@@ -482,7 +484,7 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
             for n, u in enumerate(op.units):
                 dst_pipe[u] = eff.pipe + "_hi" if op.hi and n >= op.hi else eff.pipe
     mem = _MEM.get(eff.opcode)
-    if mem is None and eff.flags & {"load", "store"}:
+    if mem is None and not eff.flags.isdisjoint(_LOAD_STORE):
         mem = (_ALL, _ALL)
     if gmma:
         mem = (_S, 0)
@@ -519,47 +521,76 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
     )
 
 
+# Units that are not late-read sources: predicates and uniform predicates (units end below 512, UP7).
+_LOAD_STORE = frozenset({"load", "store"})
+_UNIFORM = frozenset(range(UNIT_BASE["UR"], 512))  # uniform registers and predicates
+_NOT_LATE = frozenset(range(256, 300)) | frozenset(range(400, 512))
+# (units, role, hi) of a source operand -> its (unit, latency operand kind) reads: operands repeat across
+# texts far more than texts do.
+_OPERAND_READS: dict[tuple[tuple[int, ...], str, int], tuple[tuple[int, str], ...]] = {}
+
+
+def _operand_reads(units: tuple[int, ...], role: str, hi: int) -> tuple[tuple[int, str], ...]:
+    """The (unit, kind) rows the checker looks a source operand's latency up by."""
+    out = []
+    okind = role
+    for n, u in enumerate(units):
+        if hi and n >= hi:
+            okind = "hi"
+        if okind == "guard":
+            kind = "guard"
+        elif okind == "addr" and u < 256:
+            kind = "addr"
+        elif okind == "hi":
+            kind = "reg_hi"
+        else:
+            kind = unit_kind(u)
+        out.append((u, kind))
+    return tuple(out)
+
+
 def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
     b = ctx.k.blocks[block]
-    info = {j: ctx.nodes[j] for j in range(b.start, b.end)}
-    orig_t: dict[int, int] = {}
-    t = 0
-    for j in range(b.start, b.end):
-        orig_t[j] = t
-        t += info[j].stall
-    last_w: dict[int, int] = {}
+    idxs = range(b.start, b.end)
+    nodes = ctx.nodes[b.start : b.end]
+    info = dict(zip(idxs, nodes, strict=True))
+    starts = list(itertools.accumulate((f.stall for f in nodes), initial=0))
+    t = starts.pop()
+    orig_t = dict(zip(idxs, starts, strict=True))
+    last_fixed: dict[int, tuple[int, str, NodeFacts]] = {}  # unit -> its last write, when fixed-latency
     late_readers: dict[int, list[int]] = {}  # unit -> variable-latency readers without R scoreboard
     uniform_readers: dict[int, list[int]] = {}  # uniform register -> its readers since its last write
     last_bar = None
     dist: dict[int, tuple[tuple[int, int], ...]] = {}
     latencies = _latency_lookup(ctx.sem)
-    ur_base, bar_gap, maxlat = UNIT_BASE["UR"], ctx.bar_gap, ctx.maxlat
-    for j in range(b.start, b.end):
-        f = info[j]
+    bar_gap, maxlat = ctx.bar_gap, ctx.maxlat
+    for j, f, tj in zip(idxs, nodes, starts, strict=True):
         if f.never:
             continue
         cons: dict[int, int] = {}  # i -> cycles: the largest each constraint below asks (inlined: hot)
-        tj = orig_t[j]
         for u, kind in f.reads:
-            p = last_w.get(u)
-            pipe = info[p].dst_pipe.get(u) if p is not None else None
-            if pipe is not None and not complementary(info[p], f):
-                lat = latencies(pipe, f.pipe, kind)
-                if lat is not None:
-                    # A pair a move brings closer than ptxas placed it gets UNTRUSTED_RAW_FLOOR or the
-                    # hardware-measured latency; a pair at least as far apart as in ptxas's order keeps
-                    # ptxas's judgement.
-                    cycles, placed = lat
-                    floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
-                    c = max(cycles, min(floor, tj - orig_t[p]))
-                    if c > cons.get(p, 0):
-                        cons[p] = c
+            hit = last_fixed.get(u)
+            if hit is None:
+                continue
+            p, pipe, fp = hit
+            if fp.guard is not None and f.guard == fp.guard and f.neg != fp.neg:
+                continue  # complementary guards: never both execute
+            lat = latencies(pipe, f.pipe, kind)
+            if lat is not None:
+                # A pair a move brings closer than ptxas placed it gets UNTRUSTED_RAW_FLOOR or the
+                # hardware-measured latency; a pair at least as far apart as in ptxas's order keeps
+                # ptxas's judgement.
+                cycles, placed = lat
+                floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
+                c = max(cycles, min(floor, tj - orig_t[p]))
+                if c > cons.get(p, 0):
+                    cons[p] = c
         if f.shared and last_bar is not None and bar_gap and bar_gap > cons.get(last_bar, 0):
             cons[last_bar] = bar_gap
         for u in f.defs:
-            p = last_w.get(u)
-            pipe = info[p].dst_pipe.get(u) if p is not None else None
-            if pipe is not None:  # the older fixed-latency write must land first: keep ptxas's distance
+            hit = last_fixed.get(u)
+            if hit is not None:  # the older fixed-latency write must land first: keep ptxas's distance
+                p, pipe, _fp = hit
                 c = min(tj - orig_t[p], maxlat.get(pipe, 0))
                 if c > cons.get(p, 0):
                     cons[p] = c
@@ -571,14 +602,18 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
                 c = min(tj - orig_t[r], UNTRUSTED_RAW_FLOOR)
                 if c > cons.get(r, 0):
                     cons[r] = c
-        for u in f.uses:
-            if u >= ur_base:
-                uniform_readers.setdefault(u, []).append(j)
+        for u in f.uses & _UNIFORM:
+            uniform_readers.setdefault(u, []).append(j)
         if (f.variable or f.mem is not None) and f.rsb is None and not f.gmma:
             for u in f.late:
                 late_readers.setdefault(u, []).append(j)
+        dst_pipe = f.dst_pipe
         for u in f.defs:
-            last_w[u] = j
+            pipe = dst_pipe.get(u)
+            if pipe is None:
+                last_fixed.pop(u, None)
+            else:
+                last_fixed[u] = (j, pipe, f)
         if f.bar_sync:
             last_bar = j
         if cons:
@@ -629,6 +664,10 @@ class EdgeMap(Mapping[tuple[int, int], int]):
         return f"EdgeMap({self._pairs()!r})"
 
 
+_BIT_SHIFT = 5  # EDGE_RAW .. EDGE_ORDER
+_BIT_MASK = (1 << _BIT_SHIFT) - 1
+
+
 class _Edges:
     """Edges as they are found, merged once at the end (appending an int is much cheaper than updating a dict
     of pairs per edge): per EDGE bit a list of keys ``i * stride + j``, ``i < j``. The hot loops append to
@@ -656,6 +695,14 @@ class _Edges:
         else:
             self.of(bit).extend(i * s + j for i in sources)
 
+    def add_after(self, i: int, targets: list[int], bit: int) -> None:
+        """``add(i, j, bit)`` for each target ``j > i``, without a call per edge (long lists as one array)."""
+        base = i * self.stride
+        if len(targets) > 64:
+            self.chunks.append((np.array(targets, dtype=np.int64) + base, bit))
+        else:
+            self.of(bit).extend([base + j for j in targets])
+
     def merged(self) -> EdgeMap:
         """The distinct pairs, sorted, with their bits OR-ed."""
         chunks = [(np.array(keys, dtype=np.int64), bit) for bit, keys in self.keys.items() if keys]
@@ -663,13 +710,14 @@ class _Edges:
         if not chunks:
             empty = np.zeros(0, dtype=np.int64)
             return EdgeMap(empty, empty.copy(), np.zeros(0, dtype=np.uint8))
-        keys = np.concatenate([k for k, _ in chunks])
-        bit = np.concatenate([np.full(len(k), b, dtype=np.uint8) for k, b in chunks])
-        order = np.argsort(keys, kind="stable")
-        sk = keys[order]
-        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-        bits = np.bitwise_or.reduceat(bit[order], starts)
-        pairs = sk[starts]
+        # One in-place sort of (key, bit) packed in an int64 (EDGE bits are below 32): a pair's entries end up
+        # adjacent (an argsort and two gathers cost twice as much on tens of thousands of edges).
+        packed = np.concatenate([(k << _BIT_SHIFT) | b for k, b in chunks])
+        packed.sort()
+        keys = packed >> _BIT_SHIFT
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        bits = np.bitwise_or.reduceat((packed & _BIT_MASK).astype(np.uint8), starts)
+        pairs = keys[starts]
         return EdgeMap(pairs // self.stride, pairs % self.stride, bits)
 
 
@@ -727,8 +775,7 @@ def _register_edges(facts: BlockFacts, edges: _Edges) -> None:
     readers: dict[int, list[int]] = {}
     s = edges.stride
     raw, waw, war = edges.of(EDGE_RAW).append, edges.of(EDGE_WAW).append, edges.of(EDGE_WAR)
-    for j in range(facts.start, facts.end):
-        f = facts.info[j]
+    for j, f in facts.info.items():  # (in node order)
         for u in f.uses:
             p = last_def.get(u)
             if p is not None:
@@ -737,9 +784,11 @@ def _register_edges(facts: BlockFacts, edges: _Edges) -> None:
             p = last_def.get(u)
             if p is not None:
                 waw(p * s + j)
-            war.extend(r * s + j for r in readers.pop(u, ()))
+            since = readers.pop(u, None)
+            if since:
+                war.extend([r * s + j for r in since])
             last_def[u] = j
-        for u in f.uses - f.defs:
+        for u in f.uses - f.defs if f.defs else f.uses:
             readers.setdefault(u, []).append(j)
 
 
@@ -791,7 +840,7 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
         f = info[i]
         if f.mem is not None and f.rsb is None and f.late and not f.gmma:  # (a never-run op has no mem)
             later = read_sb_ops.get(f.queue, ())
-            order.extend(i * st + j for j in later[bisect.bisect_right(later, i) :])
+            edges.add_after(i, later[bisect.bisect_right(later, i) :], EDGE_ORDER)
     # DEPBAR.LE SBn, k > 0 (here or in a successor) counts the youngest k: keep their order.
     for sb in range(6):
         if ctx.keep_sbs >> sb & 1:

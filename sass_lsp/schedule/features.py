@@ -3,8 +3,8 @@
 
 API:
 - ``observation_space()``: the ``gymnasium.spaces.Dict`` every observation belongs to;
-- ``hot_window(k, sem, region)``: the node indices the game shows (the hot region, or its ``W_MAX``
-  instructions with the most cycles waited when it is longer);
+- ``hot_window(k, sem, region, timing=None)``: the node indices the game shows (the hot region, or its
+  ``W_MAX`` instructions with the most cycles waited when it is longer);
 - ``candidate_moves(window, deps, limit=C_MAX, orders=None)``: legal ``(window position, target
   position)`` moves: per movable instruction its earliest and latest legal position and +-1, 2, 4, 8, 16
   inside that range; beyond ``limit``, earliest/latest/+-1 of every instruction first, then the wider steps,
@@ -60,15 +60,21 @@ def observation_space() -> spaces.Dict:
 # ------------------------------------------------------------------------------------------ window
 
 
-def hot_window(k: Kernel, sem: Semantics, region: Region) -> list[int]:
+def hot_window(
+    k: Kernel, sem: Semantics, region: Region, timing: Sequence[tuple[int, int]] | None = None
+) -> list[int]:
     """The region's node indices in layout order; if longer than ``W_MAX``, the contiguous ``W_MAX`` of them
-    that wait the most cycles in the static issue model (ties: the earliest)."""
+    that wait the most cycles in the static issue model (ties: the earliest). ``timing``: the region's
+    ``simulate`` record from an empty state when the caller has it (the game's start cost of straight-line
+    code), so as not to simulate it twice."""
     nodes = region.nodes(k)
     if len(nodes) <= ob.W_MAX:
         return nodes
-    record: list[tuple[int, int]] = []
-    simulate([k.nodes[i] for i in nodes], sem, IssueState(), record)
-    waited = np.array([w for _, w in record], dtype=np.int64)
+    if timing is None:
+        record: list[tuple[int, int]] = []
+        simulate([k.nodes[i] for i in nodes], sem, IssueState(), record)
+        timing = record
+    waited = np.array([w for _, w in timing], dtype=np.int64)
     sums = np.convolve(waited, np.ones(ob.W_MAX, dtype=np.int64), mode="valid")
     first = int(np.argmax(sums))
     return nodes[first : first + ob.W_MAX]

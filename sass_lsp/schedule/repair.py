@@ -94,10 +94,15 @@ def repair_block(
     waits, stalls = _repair_order(plan, order)
     info = plan.facts.info
     limit = MAX_STALL if ctx.max_noyield is None else ctx.max_noyield
+    nodes = k.nodes
     out = []
     for x, wait, stall in zip(order, waits, stalls, strict=True):
         f = info[x]
-        key = (wait, f.rsb, f.wsb, f.yield_flag or stall > limit, stall)
+        yield_flag = f.yield_flag or stall > limit
+        if wait == f.wait and stall == f.stall and yield_flag == f.yield_flag and not nodes[x].ctrl.errors:
+            out.append(nodes[x].ctrl)  # its ptxas control code: callers compare by identity first
+            continue
+        key = (wait, f.rsb, f.wsb, yield_flag, stall)
         c = _CTRLS.get(key)
         if c is None:
             c = _CTRLS[key] = Ctrl(*key)
@@ -165,6 +170,12 @@ def block_edit(
 def repaired_texts(k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[Ctrl]) -> list[str]:
     b = k.blocks[block]
     nodes = k.nodes
+    n = len(order)
+    # Positions before ``first`` and after ``last`` hold ptxas's instructions: the window after a position
+    # past ``last`` is ptxas's, and so is one that ends before ``first`` (a move changes a short span of a
+    # block of thousands: most windows are not walked at all).
+    first = next((p for p, x in enumerate(order) if x != b.start + p), n)
+    last = next((p for p in range(n - 1, -1, -1) if order[p] != b.start + p), -1)
     out = []
     for p, x in enumerate(order):
         nd = nodes[x]
@@ -172,10 +183,14 @@ def repaired_texts(k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[
         if not reused:
             out.append(nd.text)
             continue
-        after = range(p + 1, len(order))  # positions, not a slice: a window is short, the block is not
-        keep = not ctrls[p].yield_flag and all(
-            _window(nodes, range(x + 1, b.end), u) == _window(nodes, (order[q] for q in after), u)
-            for u in reused
+        after = range(p + 1, n)  # positions, not a slice: a window is short, the block is not
+        keep = not ctrls[p].yield_flag and (
+            p > last
+            or all(
+                (p < first and any(_touches(nodes[y], u) for y in range(x + 1, b.start + first)))
+                or _window(nodes, range(x + 1, b.end), u) == _window(nodes, (order[q] for q in after), u)
+                for u in reused
+            )
         )
         out.append(nd.text if keep else _REUSE.sub("", nd.text))
     return out
@@ -186,7 +201,9 @@ def repaired_texts(k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[
 
 @dataclass(slots=True)
 class _Plan:
-    ctx: KernelContext
+    # No reference back to the KernelContext that keeps the plan: no cycle for the cyclic collector to find
+    # when a context is dropped (suggest runs with the collector paused, see policy.suggest).
+    sb_set: int  # KernelContext.sb_set
     facts: BlockFacts
     entry_events: tuple[Event, ...]
     lb: dict[int, int]  # earliest issue cycle from results in flight at entry
@@ -211,39 +228,45 @@ def _plan(ctx: KernelContext, block: int, entry: State) -> _Plan:
     exit_cons, exit_c0 = exit_bounds(ctx, facts, entry)
     keep_wait = {x: info[x].wait for x in deps.fixed if info[x].wait}
     drain_at: dict[int, frozenset[Event]] = {}
+    barriers = deps.barriers
     events = list(entry.events)
-    for x in range(facts.start, facts.end):
-        f = info[x]
-        events = _complete_waits(events, f.wait)
-        events = _depbar(events, f)
-        if x in deps.barriers:
+    for x, f in info.items():  # (in node order; the tests inlined: thousands of instructions, most do none)
+        if f.wait:
+            events = _complete_waits(events, f.wait)
+        if f.depbar is not None:
+            events = _depbar(events, f)
+        if x in barriers:
             drain_at[x] = frozenset(events)
-        events = _own(events, f)
-    plan = _Plan(ctx, facts, tuple(entry.events), lb, exit_cons, exit_c0, {}, keep_wait, drain_at)
+        if f.events:
+            events = _own(events, f)
+    plan = _Plan(ctx.sb_set, facts, tuple(entry.events), lb, exit_cons, exit_c0, {}, keep_wait, drain_at)
     plan.base = _base_stalls(plan, deps.fixed)
     ctx.plans[key] = (entry, plan)
     return plan
 
 
 def _base_stalls(plan: _Plan, fixed: frozenset[int]) -> dict[int, int]:
-    """Each instruction's own minimum gap: 1 (0 where ptxas wrote S00 on padding) where a latency explains
-    its ptxas stall, else the ptxas stall itself. Instructions that never move (barriers, WARPGROUP, HGMMA,
-    DEPBAR, branches) always keep their ptxas stall: what their issue needs after them is not modelled (in
-    three of the H200's wrong results, a move nearby had cut WARPGROUP.ARRIVE from S02 to S01)."""
-    facts, ctx = plan.facts, plan.ctx
+    """Each instruction's own minimum gap: 1 where a latency explains its ptxas stall, else the ptxas stall
+    itself (so S00 and S01 stay). Instructions that never move (barriers, WARPGROUP, HGMMA, DEPBAR,
+    branches) always keep their ptxas stall: what their issue needs after them is not modelled (in three of
+    the H200's wrong results, a move nearby had cut WARPGROUP.ARRIVE from S02 to S01)."""
+    facts = plan.facts
     t = facts.orig_t
     base = {}
+    last = facts.end - 1
     for x in range(facts.start, facts.end):
-        f = facts.info[x]
-        floor = 0 if f.stall == 0 and f.opcode in ctx.s00 else 1
-        if x < facts.end - 1:
+        stall = base[x] = facts.info[x].stall
+        if stall <= 1 or x in fixed:
+            continue
+        if x < last:
             y = x + 1
             bound = max([plan.lb.get(y, 0)] + [t[i] + c for i, c in facts.dist.get(y, ())])
             explained = bound >= t[y]
         else:
             bound = max([plan.exit_c0] + [t[i] + c for i, c in plan.exit_cons.items()])
             explained = bound >= facts.orig_len
-        base[x] = min(floor, f.stall) if explained and x not in fixed else f.stall
+        if explained:
+            base[x] = 1
     return base
 
 
@@ -497,7 +520,7 @@ def _stalls(
     when nothing was raised yet, as for an order that equals the ptxas order up to ``first``). ``probe``
     gets the position of the first raise and the cycles placed before it."""
     dist, base, lb = plan.facts.dist, plan.base, plan.lb
-    sb_set = plan.ctx.sb_set
+    sb_set = plan.sb_set
     n = len(order)
     pos = {x: p for p, x in enumerate(order)}
     setters = _setters(plan, order, waits)
@@ -556,10 +579,14 @@ def _window(nodes: Sequence[Node], after: Iterable[int], unit: int) -> list[int]
     out = []
     for y in after:
         out.append(y)
-        eff = nodes[y].eff
-        if unit in eff.use_units or unit in eff.def_units or unit in text_registers(nodes[y].text)[0]:
+        if _touches(nodes[y], unit):
             break
     return out
+
+
+def _touches(nd: Node, unit: int) -> bool:
+    eff = nd.eff
+    return unit in eff.use_units or unit in eff.def_units or unit in text_registers(nd.text)[0]
 
 
 def _split(line: str, nd: Node) -> tuple[int, int]:
