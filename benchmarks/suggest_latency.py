@@ -82,30 +82,32 @@ def main() -> int:
         f"{'kernel':18} {'instr':>6} {'first ms':>9} {'after an edit (min/med)':>24} {'same text':>14} found"
     )
     collections = [0]
-    timing = [False]  # inside a timed call
+    timing = [False]  # inside a timed suggest call
 
     def count(phase: str, _info: dict) -> None:
         if phase == "start" and timing[0]:
             collections[0] += 1
 
+    def timed(text: str, arch: str) -> tuple[float, int]:
+        """Seconds for one request and the number of suggestions (collections counted only inside it)."""
+        timing[0] = True
+        t = time.perf_counter()
+        found = len(suggest(text, arch, net=net))
+        seconds = time.perf_counter() - t
+        timing[0] = False
+        return seconds, found
+
     gc.callbacks.append(count)
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in kernels(Path(tmp)):
             arch = module_arch(parse_cuasm(text)[0])
-            timing[0] = True
-            t = time.perf_counter()
-            found = len(suggest(text, arch, net=net))
-            first = time.perf_counter() - t
+            first, found = timed(text, arch)
             new, same = [], []
             for i in range(args.repeat):
                 fresh = f"{text}// sample {i}\n"
-                t = time.perf_counter()
-                found = len(suggest(fresh, arch, net=net))
-                new.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                suggest(fresh, arch, net=net)
-                same.append(time.perf_counter() - t)
-            timing[0] = False
+                seconds, found = timed(fresh, arch)
+                new.append(seconds)
+                same.append(timed(fresh, arch)[0])
             ms = [
                 1e3 * x for x in (first, min(new), statistics.median(new), min(same), statistics.median(same))
             ]
