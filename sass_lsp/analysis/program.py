@@ -539,7 +539,7 @@ _PROMOTE = 10_000
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(promote_over: int = _PROMOTE) -> Iterator[None]:
     """Pause the cyclic garbage collector for one analysis call. A check of a 20k-instruction kernel
     creates tens of thousands of objects that outlive it (per-text facts), which makes CPython run dozens
     of young-generation collections and a full one over the whole heap in the middle of it (~27 ms
@@ -548,7 +548,8 @@ def gc_paused() -> Iterator[None]:
     they are moved to the oldest generation (``freeze`` then ``unfreeze``, O(1)) instead of being walked
     by the young and gen1 collections that the next allocation would start (~8 ms); the caller's own young
     objects go with them, so this is kept to those large calls: a loop of small checks collects as usual.
-    A caller that froze objects itself (the language server) keeps them frozen and collects as usual."""
+    A caller that froze objects itself (the language server) keeps them frozen and collects as usual.
+    ``promote_over=0`` always promotes: for a request in a long-lived process (``policy.suggest``)."""
     if not gc.isenabled():
         yield
         return
@@ -556,7 +557,7 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        if gc.get_count()[0] > _PROMOTE and not gc.get_freeze_count():
+        if gc.get_count()[0] > promote_over and not gc.get_freeze_count():
             gc.freeze()
             gc.unfreeze()
         gc.enable()

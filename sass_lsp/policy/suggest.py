@@ -14,19 +14,18 @@ game's imports (gymnasium, the hazard analysis) and torch's first forward pass.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from sass_lsp.analysis.program import gc_paused
 from sass_lsp.policy.model import PolicyNet, collate, compact
 from sass_lsp.schedule import observation as ob
 
@@ -82,30 +81,13 @@ def warm_up(net: PolicyNet) -> None:
         net(collate([tiny]))
 
 
-@contextlib.contextmanager
-def _collector_held() -> Iterator[None]:
-    """No cyclic collection during a request, and what the request leaves alive is not counted towards the
-    next full collection. A process that serves many requests keeps hundreds of thousands of tracked objects
-    (torch, the per-text caches, the cached games); a full collection walks them all (~150 ms on a 2-vCPU
-    VM), and CPython starts one once enough objects have survived young collections: in the middle of some
-    later request, at random (the outlier first requests of the latency benchmark). The game and the search
-    leave no cyclic garbage, so their survivors (caches, the game kept for the text) go straight to the
-    oldest generation (``freeze`` then ``unfreeze``: O(1), not counted as "pending" survivors). A process
-    that froze its heap itself (the language server) keeps it frozen: then the collector is only paused."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        if not gc.get_freeze_count():
-            gc.freeze()
-            gc.unfreeze()
-        gc.enable()
-
-
-@_collector_held()
+# No cyclic collection during a request, and what it leaves alive is not counted towards the next full
+# collection. A process that serves many requests keeps hundreds of thousands of tracked objects (torch,
+# the per-text caches, the cached games); a full collection walks them all (~150 ms on a 2-vCPU VM), and
+# CPython starts one once enough objects have survived young collections: in the middle of some later
+# request, at random (the outlier first requests of the latency benchmark). The game and the search leave
+# no cyclic garbage, so their survivors go straight to the oldest generation, whatever their number.
+@gc_paused(promote_over=0)
 def suggest(
     text: str,
     arch: str,
@@ -205,7 +187,7 @@ def _pristine_game(text: str, arch: str, kernel: str | None, max_moves: int) -> 
     moves); building it (parse, dependences, cost) costs more than the search. Callers play on a clone."""
     from sass_lsp.schedule.game import ReorderGame  # the game module imports gymnasium; keep it off import
 
-    # (tens of thousands of long-lived objects: the caller, suggest, holds the collector, see _collector_held)
+    # (tens of thousands of long-lived objects: suggest, the caller, holds the collector)
     return ReorderGame.from_text(text, arch, kernel=kernel, max_steps=max_moves)
 
 
