@@ -478,7 +478,7 @@ class _Ctx:
         return t
 
     def facts_of(self, texts: list[str]) -> list[Facts]:
-        """Facts per text; texts not seen before are scanned together (see ``Semantics.templates_of``)."""
+        """Facts per text; texts not seen before are scanned together (see ``Semantics.template_groups``)."""
         cache = self.facts
         if cache:
             try:

@@ -272,7 +272,7 @@ class Semantics:
         in :attr:`template_shapes`, else call :meth:`shape_for`; its numbers are the next ``nslots``, each
         within the slot's cap (``tight``, or ``all_caps`` when big) or the text needs :meth:`own_shape`."""
         joined = "\n".join(texts)
-        if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
+        if not _one_line_each(joined, len(texts)):
             return None
         if joined.isascii():  # the skeleton's digits are ASCII ones, as the regexes' (re.ASCII)
             holes = self._templates_by_skeleton(texts, joined)
@@ -318,9 +318,7 @@ class Semantics:
         way, per group). None where :meth:`templates_of` would need the regexes (hole characters, newlines,
         non-ASCII text, a number with a leading zero or above 511): then use :meth:`shapes_of`."""
         joined = "\n".join(texts)
-        if _HOLE in joined or _OHOLE in joined or joined.count("\n") != len(texts) - 1:
-            return None
-        if not joined.isascii():
+        if not _one_line_each(joined, len(texts)) or not joined.isascii():
             return None
         by_key: dict[str, list[str]] = {}
         for key, text in zip(joined.translate(_DIGITS_ZERO).split("\n"), texts, strict=True):
@@ -819,6 +817,12 @@ def _templates_by_regex(joined: str) -> _Holes:
     parts[2::3] = [_HOLE] * len(nums_all)
     big = max(nums_all, default=0) > _R_CAP  # then every slot is checked, not just the tight ones
     return "".join(parts).split("\n"), nums_all, big
+
+
+def _one_line_each(joined: str, n: int) -> bool:
+    """Whether ``n`` texts joined by newlines can be split back and hold no hole character (the one-pass
+    template readers' precondition)."""
+    return _HOLE not in joined and _OHOLE not in joined and joined.count("\n") == n - 1
 
 
 _DIGITS_ZERO = str.maketrans(dict.fromkeys("123456789", "0"))

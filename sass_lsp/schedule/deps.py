@@ -521,9 +521,9 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
     )
 
 
-# Units that are not late-read sources: predicates and uniform predicates (units end below 512, UP7).
 _LOAD_STORE = frozenset({"load", "store"})
 _UNIFORM = frozenset(range(UNIT_BASE["UR"], 512))  # uniform registers and predicates
+# Units that are not late-read sources: predicates and uniform predicates (units end below 512, UP7).
 _NOT_LATE = frozenset(range(256, 300)) | frozenset(range(400, 512))
 # (units, role, hi) of a source operand -> its (unit, latency operand kind) reads: operands repeat across
 # texts far more than texts do.
