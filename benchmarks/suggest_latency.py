@@ -21,9 +21,10 @@ process, as the CLI and the server do right after loading) are printed on their 
 ``--repeat`` samples; the last line counts the cyclic collections that ran inside the timed calls (``suggest``
 holds the collector: a full collection walks the whole heap, ~150 ms on a 2-vCPU VM, and used to land in a
 random request). On a 2-vCPU VM torch's two OpenMP threads can make single forward passes 30x slower when
-anything else runs (600 ms instead of 20): ``--threads 1`` there.
+anything else runs (600 ms instead of 20): ``--threads 1`` there. ``--trace`` prints, for each kernel's first
+request, where its time went: the game's build, each forward pass (batch size, ms) and the moves' total.
 
-    python benchmarks/suggest_latency.py [--repeat 7] [--threads N] [--policy DIR]
+    python benchmarks/suggest_latency.py [--repeat 7] [--threads N] [--trace] [--policy DIR]
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -61,11 +64,53 @@ def n_instructions(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.lstrip().startswith("["))
 
 
+class Phases:
+    """Wall time of a request's phases, by wrapping (from outside) the game's build and step and the
+    policy's forward pass: what ``--trace`` prints."""
+
+    def __init__(self, net: torch.nn.Module) -> None:
+        from sass_lsp.schedule.game import ReorderGame
+
+        self.on = False
+        self.build, self.steps, self.forwards = 0.0, [], []
+        build, step, forward = ReorderGame.from_text.__func__, ReorderGame.step, net.forward
+
+        def timed(record: Callable[[float, tuple], None], fn: Callable) -> Callable:
+            def run(*a: Any, **kw: Any) -> Any:
+                t = time.perf_counter()
+                out = fn(*a, **kw)
+                if self.on:
+                    record(time.perf_counter() - t, a)
+                return out
+
+            return run
+
+        ReorderGame.from_text = classmethod(timed(self._built, build))
+        ReorderGame.step = timed(lambda s, _a: self.steps.append(s), step)
+        net.forward = timed(lambda s, a: self.forwards.append((len(a[0]["cand_mask"]), s)), forward)
+
+    def _built(self, seconds: float, _args: tuple) -> None:
+        self.build += seconds
+
+    def start(self) -> None:
+        self.on, self.build, self.steps, self.forwards = True, 0.0, [], []
+
+    def stop(self, total: float) -> str:
+        self.on = False
+        fw = " ".join(f"{n}x{1e3 * s:.0f}" for n, s in self.forwards)
+        rest = total - self.build - sum(self.steps) - sum(s for _, s in self.forwards)
+        return (
+            f"total {1e3 * total:.0f} ms = build {1e3 * self.build:.0f} + forwards (batch x ms) [{fw}]"
+            f" + {len(self.steps)} moves {1e3 * sum(self.steps):.0f} + rest {1e3 * rest:.0f}"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--threads", type=int, help="torch threads (default: torch's)")
     ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
+    ap.add_argument("--trace", action="store_true", help="phases of each kernel's first request")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -98,10 +143,15 @@ def main() -> int:
         return seconds, found
 
     gc.callbacks.append(count)
+    phases = Phases(net) if args.trace else None
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in kernels(Path(tmp)):
             arch = module_arch(parse_cuasm(text)[0])
+            if phases is not None:
+                phases.start()
             first, found = timed(text, arch)
+            if phases is not None:
+                print(f"  {name} first request: {phases.stop(first)}")
             new, same = [], []
             for i in range(args.repeat):
                 fresh = f"{text}// sample {i}\n"
