@@ -149,12 +149,17 @@ def test_overlap_runs_the_proposer_while_the_measure_waits() -> None:
     """Proposer 60 ms per draw plus 20 ms to prepare, measurement 80 ms: sequential is the sum (about
     160 ms per candidate), overlapped about the larger (80 ms)."""
     n, draw_s, prepare_s, gpu_s = 16, 0.06, 0.02, 0.08
+
+    def expand(text: str) -> Iterator[Candidate]:
+        for i in range(1, 1000):  # all distinct, all measured (1 budget second each)
+            time.sleep(draw_s)
+            yield Candidate(lines(moves_of(text) + "b" * i), "test", ("b",))
+
     walls = {}
     for overlap in (False, True):
         measure = StagedMeasure(sleep_s=gpu_s, prepare_s=prepare_s)
-        expand = Expander(draw_s=draw_s, limit=1000)
         t0 = time.perf_counter()
-        log = beam(expand, lines(""), measure, float(n), width=1, per_parent=4, overlap=overlap)
+        log = beam(expand, lines(""), measure, float(n), width=0, per_parent=4, overlap=overlap)
         walls[overlap] = time.perf_counter() - t0
         assert len(log.trials) == n
     total = n * (draw_s + prepare_s + gpu_s)
