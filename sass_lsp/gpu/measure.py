@@ -3,7 +3,10 @@
 :class:`GpuMeasure` is the ``measure`` function that :mod:`sass_lsp.schedule.search` strategies call. Each
 call assembles the candidate (our assembler, nvdisasm-verified), checks its outputs bit for bit against the
 original on ``seeds`` fresh input sets in the isolated worker, and only then times both interleaved. The
-budget it reports is GPU seconds: the wall time of the worker requests, not the CPU-side assembly.
+budget it reports is GPU seconds: the wall time of the worker requests, not the CPU-side assembly. The call
+is ``finish(prepare(text))``: ``prepare`` (key, assembly: CPU, no side effects) may run in another thread
+while the previous candidate is on the GPU (``search.screen``/``search.beam`` do that), ``finish`` (the
+worker requests, the CI, the log record) runs in the search's thread, in measurement order.
 
 Every measurement is appended to a JSON-lines log (schedule key, verdict, speedup and CI, medians, seconds)
 so a learned cost model can later be fitted on them and checked against the GPU (issue #6). Given the
@@ -28,6 +31,16 @@ from sass_lsp.gpu.stats import bootstrap_ratio_ci, summarize
 from sass_lsp.schedule.search import LineEdit, Measured, schedule_key
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A candidate ready for the GPU: its cubin, or why it did not assemble."""
+
+    text: str
+    key: str
+    cubin: bytes | None
+    error: str | None = None
+
+
 @dataclass
 class GpuMeasure:
     runner: GpuRunner
@@ -43,12 +56,23 @@ class GpuMeasure:
     _original_logged: bool = False
 
     def __call__(self, text: str) -> Measured:
+        return self.finish(self.prepare(text))
+
+    def prepare(self, text: str) -> Prepared:
+        """The CPU side before the GPU: the key and the assembly. No side effects, so a search may run it
+        ahead (in another thread) for a candidate it then never measures."""
         key = schedule_key(text)
-        self.calls += 1
         try:
-            cubin = assemble_cuasm(text, source_name=f"<candidate {key}>")
+            return Prepared(text, key, assemble_cuasm(text, source_name=f"<candidate {key}>"))
         except AssembleError as exc:
-            return self._record(text, Measured(key, "asm_error", None), {"error": str(exc)[:300]})
+            return Prepared(text, key, None, str(exc)[:300])
+
+    def finish(self, prepared: Prepared) -> Measured:
+        """Verify and time the prepared candidate in the worker, then the CI and the log record."""
+        text, key, cubin = prepared.text, prepared.key, prepared.cubin
+        self.calls += 1
+        if cubin is None:
+            return self._record(text, Measured(key, "asm_error", None), {"error": prepared.error})
         t0 = time.monotonic()
         checked = self.runner.verify(self.original, cubin, self.spec, list(self.seeds))
         status = checked.result.get("status", "error") if checked.ok else checked.kind

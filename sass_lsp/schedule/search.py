@@ -10,7 +10,15 @@ module stays pure: it never imports the GPU code or torch. Strategies:
 - :func:`beam` — a beam over measured schedules: the proposer (the policy in ``optimize``) expands the
   original and the schedules measured surest faster, so gains found one move at a time can compound.
 
-Candidates are whole ``.cuasm`` texts: the original with the game's edits applied (:func:`apply_edits`)."""
+Candidates are whole ``.cuasm`` texts: the original with the game's edits applied (:func:`apply_edits`).
+
+``screen`` and ``beam`` overlap the proposer with the measurement (``overlap=True``): while candidate k is
+measured (the GPU request blocks on the worker's pipe, releasing the GIL), one helper thread makes the
+candidate the sequential loop would take next and runs the measure's CPU-side ``prepare`` on it (a measure
+with ``prepare``/``finish``, like ``GpuMeasure``: the assembly). The measured candidates, their order, the
+log and the budget (the last one may overrun it) are those of the sequential loop for the same
+measurements: the helper only runs a pull the loop makes next if budget is left; a pull that ends up not
+taken stays with its stream, and one made after the budget is spent is dropped."""
 
 from __future__ import annotations
 
@@ -19,7 +27,10 @@ import math
 import random
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property, partial
+from typing import Any
 
 _ADDRESS = re.compile(r"/\*[0-9a-fA-F]+\*/")
 
@@ -31,7 +42,7 @@ class Candidate:
     moves: tuple[str, ...] = ()
     predicted: float | None = None  # predicted speedup (cost model), when the proposer has one
 
-    @property
+    @cached_property  # the searches ask often (seen sets, parents); the text never changes
     def key(self) -> str:
         return schedule_key(self.text)
 
@@ -110,19 +121,27 @@ def screen(
     *,
     on_trial: Callable[[Trial], None] | None = None,
     seen: set[str] | None = None,
+    overlap: bool = True,
 ) -> SearchLog:
-    """Measure distinct candidates in order until the budget is spent (the last one may overrun it)."""
+    """Measure distinct candidates in order until the budget is spent (the last one may overrun it).
+
+    ``overlap``: the next distinct candidate is drawn (and prepared) while one is measured; ``candidates``
+    may then have been advanced past the last one measured when the budget runs out."""
+    prepare, finish = _stages(measure)
     log = SearchLog(budget)
     seen = set() if seen is None else seen
-    for cand in candidates:
-        if log.left <= 0:
-            break
-        if cand.key in seen:
-            continue
-        seen.add(cand.key)
-        trial = log.add(cand, measure(cand.text))
-        if on_trial is not None:
-            on_trial(trial)
+    stream = _Stream(lambda: iter(candidates))
+    with _Ahead(overlap) as ahead:
+        while log.left > 0:
+            got = ahead.take(stream, seen, prepare)
+            if got is None:
+                break
+            cand, prepared = got
+            seen.add(cand.key)
+            ahead.start(stream, seen, prepare)
+            trial = log.add(cand, finish(prepared))
+            if on_trial is not None:
+                on_trial(trial)
     return log
 
 
@@ -172,46 +191,128 @@ def beam(
     width: int = 3,
     per_parent: int = 4,
     on_trial: Callable[[Trial], None] | None = None,
+    overlap: bool = True,
 ) -> SearchLog:
     """Beam search on measured speedup: each round takes ``per_parent`` new candidates from
     ``expand(parent)`` for each parent — the original and the ``width`` schedules measured surest faster so
     far (highest lower CI bound above 1) — so measured gains can compound (a schedule one good move away
     from another good one). Every measurement is against the original, so rounds compare. A parent's
     stream lives across rounds (a parent kept for several rounds gives new candidates each time); the search
-    ends when the budget is spent or no parent's stream gives anything new."""
+    ends when the budget is spent or no parent's stream gives anything new. ``overlap``: the next
+    candidate is drawn from its stream (and prepared) while one is measured; the results are the same."""
+    prepare, finish = _stages(measure)
     log = SearchLog(budget)
     root = schedule_key(original)
     seen = {root}
-    streams: dict[str, Iterator[Candidate]] = {}
+    streams: dict[str, _Stream] = {}
     text_of: dict[str, str] = {root: original}
     moves_of: dict[str, tuple[str, ...]] = {root: ()}
-    while log.left > 0:
-        faster = sorted(
-            (t for t in log.trials if t.result.accepted and (t.result.low or 0.0) > 1.0),
-            key=lambda t: -(t.result.low or 0.0),
-        )
-        parents = [root] + [t.candidate.key for t in faster[:width]]
-        new = 0
-        for parent in parents:
-            stream = streams.setdefault(parent, expand(text_of[parent]))
-            taken = 0
-            while taken < per_parent and log.left > 0:
-                cand = next(stream, None)
-                if cand is None:
-                    break
-                if cand.key in seen:
-                    continue
-                seen.add(cand.key)
-                cand = Candidate(cand.text, cand.source, moves_of[parent] + cand.moves, cand.predicted)
-                text_of[cand.key], moves_of[cand.key] = cand.text, cand.moves
-                trial = log.add(cand, measure(cand.text))
-                if on_trial is not None:
-                    on_trial(trial)
-                taken += 1
-            new += taken
-        if not new:
-            break
+
+    def stream_of(parent: str) -> _Stream:
+        if parent not in streams:
+            streams[parent] = _Stream(partial(expand, text_of[parent]))
+        return streams[parent]
+
+    with _Ahead(overlap) as ahead:
+        while log.left > 0:
+            faster = sorted(
+                (t for t in log.trials if t.result.accepted and (t.result.low or 0.0) > 1.0),
+                key=lambda t: -(t.result.low or 0.0),
+            )
+            parents = [root] + [t.candidate.key for t in faster[:width]]
+            new = 0
+            for i, parent in enumerate(parents):
+                taken = 0
+                while taken < per_parent and log.left > 0:
+                    got = ahead.take(stream_of(parent), seen, prepare)
+                    if got is None:
+                        break
+                    cand, prepared = got
+                    seen.add(cand.key)
+                    cand = Candidate(cand.text, cand.source, moves_of[parent] + cand.moves, cand.predicted)
+                    text_of[cand.key], moves_of[cand.key] = cand.text, cand.moves
+                    taken += 1
+                    # The loop's next pull if budget is left: this parent's stream again, the next parent's,
+                    # or, the round over, the original's (every round starts with it).
+                    following = parent if taken < per_parent else (parents[i + 1 : i + 2] or [root])[0]
+                    ahead.start(stream_of(following), seen, prepare)
+                    trial = log.add(cand, finish(prepared))
+                    if on_trial is not None:
+                        on_trial(trial)
+                new += taken
+            if not new:
+                break
     return log
+
+
+# ---------------------------------------------------------------- overlap of proposer and measurement
+
+
+def _stages(measure: Measure) -> tuple[Callable[[str], Any], Callable[[Any], Measured]]:
+    """``measure`` as (prepare, finish): its own split when it has one (CPU work that may run ahead in the
+    helper thread, then the rest), else nothing ahead and all of it in ``finish``."""
+    prepare, finish = getattr(measure, "prepare", None), getattr(measure, "finish", None)
+    if callable(prepare) and callable(finish):
+        return prepare, finish
+    return (lambda text: text), measure
+
+
+Drawn = tuple[Candidate, Any]  # a candidate and its prepared measurement
+
+
+class _Stream:
+    """A candidate iterator made on first use, which one thread at a time draws from; a draw made ahead is
+    kept here for the stream's next use, so running ahead never loses or reorders a candidate."""
+
+    def __init__(self, make: Callable[[], Iterator[Candidate]]) -> None:
+        self._make = make
+        self._it: Iterator[Candidate] | None = None
+        self.ahead: Future[Drawn | None] | None = None
+
+    def draw(self, seen: set[str], prepare: Callable[[str], Any]) -> Drawn | None:
+        """The next candidate whose key is not in ``seen``, prepared; None when the iterator is spent."""
+        if self._it is None:
+            self._it = self._make()
+        for cand in self._it:
+            if cand.key not in seen:
+                return cand, prepare(cand.text)
+        return None
+
+
+class _Ahead:
+    """At most one draw running ahead, in one helper thread (so a proposer's generators, games and torch
+    calls are only ever used by one thread at a time); ``enabled=False`` draws everything in the caller's
+    thread, when it is needed."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="search-ahead") if enabled else None
+        self._running: Future[Drawn | None] | None = None
+
+    def __enter__(self) -> _Ahead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)  # a draw still running finishes; its result is dropped
+
+    def start(self, stream: _Stream, seen: set[str], prepare: Callable[[str], Any]) -> None:
+        """Draw ``stream``'s next candidate in the helper thread. The caller must not change ``seen`` until
+        its next ``take``: the helper reads it (a key seen now is still seen then, so skipping it is safe)."""
+        if self._pool is None or stream.ahead is not None:
+            return
+        stream.ahead = self._running = self._pool.submit(stream.draw, seen, prepare)
+
+    def take(self, stream: _Stream, seen: set[str], prepare: Callable[[str], Any]) -> Drawn | None:
+        """``stream``'s next candidate not in ``seen``: the one drawn ahead, if any, else drawn now."""
+        if self._running is not None:  # no draw of any stream runs while this thread draws
+            self._running.exception()
+            self._running = None
+        if stream.ahead is not None:
+            ahead, stream.ahead = stream.ahead, None
+            got = ahead.result()  # a proposer's error surfaces here, where the sequential loop would see it
+            if got is None or got[0].key not in seen:
+                return got
+        return stream.draw(seen, prepare)
 
 
 def take(iterator: Iterator[Candidate], n: int) -> list[Candidate]:
