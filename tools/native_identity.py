@@ -4,9 +4,10 @@
     python tools/native_identity.py OUT.jsonl [--quick]
     SASS_LSP_PURE=1 python tools/native_identity.py PURE.jsonl [--quick]; cmp OUT.jsonl PURE.jsonl
 
-One JSON line per check: what was checked, ``format_json`` of its findings, and for timelines and entry
-states their repr. The kernels: every ``.cache/corpus/<arch>`` cubin (sm_90a as sm_90, disassembled by
-the corpus builder as the tests do), the shared sm_90 .cuasm files, mutations of each text section
+One JSON line per check: what was checked, ``format_json`` of its findings, and for timelines, entry
+states and the table builder's mode (``Checker`` with a horizon and an observer) their repr. The
+kernels: every ``.cache/corpus/<arch>`` cubin (sm_90a as sm_90, disassembled by the corpus builder as the
+tests do), the shared sm_90 .cuasm files, mutations of each text section
 (``analysis.mutate``, several per class) and the generated 20k benchmark kernel. ``--quick``: one cubin
 per arch and the shared files (what tests/test_native.py runs).
 """
@@ -82,6 +83,14 @@ def main() -> None:
                 c = Checker(None, sem, program=p)
                 c.run()
                 put(f"entry {name} {p.name}", repr(c.entry))
+                # The table builder's mode: a horizon, with and without an observer.
+                seen: list[tuple] = []
+                c = Checker(None, sem, horizon=40, program=p)
+                found = c.run()
+                c = Checker(None, sem, horizon=40, program=p)
+                c.observer = lambda nd, kind, pr, info, seen=seen: seen.append((nd.line, kind, pr.line, info))
+                found += c.run()
+                put(f"horizon {name} {p.name}", repr((found, c.bar_gaps_seen, seen)))
             if args.quick or name == "generated-20k":
                 continue
             for sec in module.sections:
