@@ -19,7 +19,9 @@ the findings (that run saw the fixed point's entry state), so there is no separa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from sass_lsp.analysis.findings import RULES, Finding, Related
 from sass_lsp.analysis.program import (
@@ -79,21 +81,46 @@ class State:
 
 
 _MEM_QUEUES = frozenset({"lsu", "mio"})
-_BEFORE = C_WAIT | F_DEPBAR | F_GMMA_WAIT | F_NEVER | F_SHARED  # handled before the reads
-_OWN = F_VAR | C_SETS  # adds events
-_AFTER = _OWN | F_GMMA | F_BAR_SYNC  # own effects other than a fixed-latency result
+_BEFORE: Final = C_WAIT | F_DEPBAR | F_GMMA_WAIT | F_NEVER | F_SHARED  # handled before the reads
+_OWN: Final = F_VAR | C_SETS  # adds events
+_AFTER: Final = _OWN | F_GMMA | F_BAR_SYNC  # own effects other than a fixed-latency result
 
 # An event inside the checker: (idx, sb, kind, queue, units mask, guard, guard_neg), Event's fields, and
 # its scoreboard bit (0 for none).
-_IDX, _SB, _KIND, _QUEUE, _UNITS, _GUARD, _NEG, _BIT = range(8)
+_IDX: Final = 0
+_SB: Final = 1
+_KIND: Final = 2
+_QUEUE: Final = 3
+_UNITS: Final = 4
+_GUARD: Final = 5
+_NEG: Final = 6
+_BIT: Final = 7
+Ev = tuple[int, int, str, str, int, int | None, bool, int]
 
 
 class _St:
     """The checker's state: :class:`State` with int masks (``wm``/``am``: units of W / all events)."""
 
     __slots__ = ("events", "fixed", "groups", "og", "bar", "cycle", "wm", "am", "neg", "sbm")
+    events: tuple[Ev, ...]
+    fixed: dict[int, tuple[int, int, str]]
+    groups: tuple[tuple[int, int], ...]
+    og: tuple[int, int] | None
+    bar: tuple[int, int] | None
+    cycle: int
+    wm: int
+    am: int
+    neg: bool
+    sbm: int
 
-    def __init__(self, events: tuple = (), fixed: dict | None = None, groups: tuple = (), og=None, bar=None):  # noqa: ANN001
+    def __init__(
+        self,
+        events: tuple[Ev, ...] = (),
+        fixed: dict[int, tuple[int, int, str]] | None = None,
+        groups: tuple[tuple[int, int], ...] = (),
+        og: tuple[int, int] | None = None,
+        bar: tuple[int, int] | None = None,
+    ) -> None:
         self.events = events
         self.fixed = {} if fixed is None else fixed
         self.groups = groups
@@ -110,7 +137,7 @@ class _St:
         return st
 
 
-def _masks(events: tuple) -> tuple[int, int, bool, int]:
+def _masks(events: tuple[Ev, ...]) -> tuple[int, int, bool, int]:
     """(units of W events, units of all events, whether one has no scoreboard, their scoreboards)."""
     wm = am = sbm = 0
     neg = False
@@ -125,17 +152,17 @@ def _masks(events: tuple) -> tuple[int, int, bool, int]:
     return wm, am, neg, sbm
 
 
-def _wait(events: tuple, wait: int) -> tuple | None:
+def _wait(events: tuple[Ev, ...], wait: int) -> tuple[tuple[Ev, ...], int, int, bool, int] | None:
     """``(events, W units, all units, False, scoreboards)`` after a wait on the scoreboards in mask
     ``wait`` when no event is scoreboard-less (see :func:`_complete`): the waited ones go, and the read
     events of the writes among them. None if nothing completes."""
     # Loops rather than comprehensions on the event tuples (here and in the per-node paths): they hold a
     # few events, and a comprehension is a function call in 3.11.
-    w_idx = []
+    w_idx: list[int] = []
     for e in events:
         if e[_BIT] & wait and e[_KIND] == "W":
             w_idx.append(e[_IDX])
-    kept = []
+    kept: list[Ev] = []
     wm = am = sbm = 0
     for e in events:
         if e[_BIT] & wait:
@@ -178,13 +205,13 @@ def _merge_ordered(a: tuple, b: tuple) -> tuple:
     return tuple(out)
 
 
-def _normalise(st: _St, maxlat: dict[str, int]) -> _St:
+def _normalise(st: _St, maxlat: Mapping[str, int]) -> _St:
     """Entry-state form, in place (``st`` is a block run's own state): cycles relative to 0, expired fixed
     producers dropped."""
     t = st.cycle
     if st.fixed:
         get = maxlat.get
-        fixed = {}
+        fixed: dict[int, tuple[int, int, str]] = {}
         for u, (p, c, pipe) in st.fixed.items():
             if t - c < get(pipe, 0):
                 fixed[u] = (p, c - t, pipe)
@@ -223,7 +250,7 @@ def _same(a: _St, b: _St) -> bool:
     )
 
 
-def _complete(events: tuple, done: list[int]) -> tuple:
+def _complete(events: tuple[Ev, ...], done: list[int]) -> tuple[Ev, ...]:
     """``events`` without those at positions ``done`` and what their completion implies.
 
     A finished write implies every older op of its queue finished (reads and writes); a released read
@@ -233,7 +260,7 @@ def _complete(events: tuple, done: list[int]) -> tuple:
     """
     last_w: dict[str, int] = {}
     last_r: dict[str, int] = {}
-    w_idx = set()
+    w_idx: set[int] = set()
     for p in done:
         e = events[p]
         if e[_KIND] == "W":
@@ -243,7 +270,7 @@ def _complete(events: tuple, done: list[int]) -> tuple:
         elif last_r.get(e[_QUEUE], -1) < p:
             last_r[e[_QUEUE]] = p
     dset = set(done)
-    kept = []
+    kept: list[Ev] = []
     for q, e in enumerate(events):
         if q in dset or (w_idx and e[_KIND] == "R" and e[_IDX] in w_idx):
             continue
@@ -267,14 +294,16 @@ class Checker:
         """``horizon`` > 0 (table building only): track every fixed producer that many cycles."""
         self.k = kernel
         self.sem = sem
-        self.p = program if program is not None else program_of_kernel(kernel, sem)
+        self.p = program if program is not None else program_of_kernel(kernel, sem)  # type: ignore[arg-type]
         ctx = self.p.ctx
         self.findings: dict[tuple, Finding] = {}
         self.bar_gap = ctx.bar_gap
         self.horizon = horizon
         self.bar_gaps_seen: list[int] = []
-        self.maxlat = _Horizon(horizon) if horizon else dict(ctx.maxlat)
-        self.observer = None  # optional callback(node, kind, producer, distance) for table building
+        # Mapping, not dict: mypyc's dict.get would bypass _Horizon.get
+        self.maxlat: Mapping[str, int] = _Horizon(horizon) if horizon else dict(ctx.maxlat)
+        # optional callback(node, kind, producer, distance) for table building
+        self.observer: Callable[[Node, str, Node, tuple | None], object] | None = None
         self._entry: list[_St] = []
         self._public: list[State] | None = None
         self._nodes: list[Node] | None = None
@@ -322,8 +351,8 @@ class Checker:
             in_work.discard(bi)
             n_iter += 1
             st = entry[bi]
-            out_list = None if replay else []
-            out = _normalise(block(bi, st.copy(), out_list), maxlat)
+            out_list: list | None = None if replay else []
+            out = _normalise(block(bi, st.copy(), out_list), maxlat)  # type: ignore[union-attr]
             if not replay:
                 found[bi], ran_on[bi] = out_list, st
             for s in blocks[bi].succs:
@@ -339,7 +368,7 @@ class Checker:
                 entry[bi] = _St()
             if replay or ran_on[bi] is not entry[bi]:
                 found[bi] = []
-                block(bi, entry[bi].copy(), found[bi])
+                block(bi, entry[bi].copy(), found[bi])  # type: ignore[union-attr]
         self._entry = entry  # type: ignore[assignment]
         self._public = None
         # In node order, each node's field and yield rules first (as a reporting pass would add them).
@@ -350,7 +379,7 @@ class Checker:
             if cts[i][0] & C_SYN or facts[i].fb & F_REUSE
             for f in self._syntax_rules(i)
         ]
-        tagged += [(i, 1, f) for lst in found for i, f in lst]
+        tagged += [(i, 1, f) for lst in found for i, f in lst]  # type: ignore[union-attr]
         tagged.sort(key=lambda t: t[:2])
         findings = self.findings
         for _i, _phase, f in tagged:
@@ -363,7 +392,7 @@ class Checker:
         code: str,
         i: int,
         message: str,
-        related: list[tuple[int, str]] = (),
+        related: Sequence[tuple[int, str]] = (),
         col: int | None = None,
         end_col: int | None = None,
     ) -> Finding:
@@ -397,7 +426,7 @@ class Checker:
         wm, am, neg, sbm = st.wm, st.am, st.neg, st.sbm
         slow = self.horizon or self.observer
         fget = fixed.get
-        from_entry = set()  # the only events a node of this block may already own
+        from_entry: set[int] = set()  # the only events a node of this block may already own
         for e in events:
             from_entry.add(e[_IDX])
         gmma = bool(groups or og)
@@ -411,7 +440,7 @@ class Checker:
                 # 1. waits
                 if fl & C_WAIT and events:
                     if neg:
-                        done = []
+                        done: list[int] = []
                         for q, e in enumerate(events):
                             if e[_BIT] & wait:
                                 done.append(q)
@@ -458,7 +487,8 @@ class Checker:
                             pf = facts[fx[0]]
                             pg = pf.guard
                             if pg is None or f.guard != pg or f.s.guard_neg == pf.s.guard_neg:
-                                out.append((i, self._raw_fixed(i, cycle, fx, nx[slot] + add, kind)))
+                                found = self._raw_fixed(i, cycle, fx, nx[slot] + add, kind)
+                                out.append((i, found))  # type: ignore[union-attr]  # a list when not slow
             # 4. writes: WAR / WAW against pending events
             dm = f.def_mask
             if dm & am:
@@ -663,7 +693,7 @@ class Checker:
             "SASS002",
             i,
             f"reads {unit_name(u)} {dist} cycles after {opc} at line {pl}; "
-            f"{ppipe}->{cpipe} {kind} latency is {row.cycles} ({row.source})",
+            f"{ppipe}->{cpipe} {kind} latency is {row.cycles} ({row.source})",  # type: ignore[union-attr]
             [(pl, f"producer; stalls from here sum to {dist}")],
         )
 

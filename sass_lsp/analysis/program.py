@@ -21,9 +21,10 @@ import gc
 import itertools
 import operator
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from sass_lsp._native import mypyc_attr
 from sass_lsp.isa.semantics import Effects, Semantics, Shape, hole_widths, unit_kind
 from sass_lsp.model import Instruction, Label, Module
 
@@ -111,6 +112,7 @@ class Block:
     labels: list[str] = field(default_factory=list)
 
 
+@mypyc_attr(native_class=False)  # a plain class when compiled: schedule.deps holds weak references to it
 @dataclass
 class Kernel:
     name: str
@@ -346,6 +348,18 @@ class Facts:
         "def_mask",
         "x",
     )
+    # Declared for the type checker (and mypyc, which compiles hazards.py against them).
+    s: ShapeFacts
+    fb: int
+    flow: int
+    nx: tuple[int, ...]
+    uo: tuple[tuple[int, int, str, Mapping[str, int]], ...]  # a _LatTable: its __missing__ fills it
+    ds: tuple[tuple[int, int], ...]
+    dp: str | None
+    guard: int | None
+    use_mask: int
+    def_mask: int
+    x: tuple | None
 
     @property
     def reuse(self) -> tuple[tuple[int, int, int], ...]:
@@ -358,7 +372,7 @@ class Facts:
 
     @property
     def targets(self) -> tuple[str, ...]:
-        return self.s.targets if self.x is None else self.x[2]
+        return self.s.targets if self.x is None else self.x[2]  # type: ignore
 
     @property
     def depbar_keep(self) -> int:
@@ -495,8 +509,9 @@ class _Ctx:
 
     def shape_facts(self, shape: Shape) -> ShapeFacts:
         sf = shape.memo
-        if sf is None:
-            sf = shape.memo = ShapeFacts(shape, self)
+        if isinstance(sf, ShapeFacts):
+            return sf
+        sf = shape.memo = ShapeFacts(shape, self)
         return sf
 
     def _add_facts(self, texts: list[str]) -> None:
@@ -508,8 +523,8 @@ class _Ctx:
         groups = sem.template_groups(texts)
         if groups is None:
             shapes, numss = sem.shapes_of(texts)
-            for text, shape, nums in zip(texts, shapes, numss, strict=True):
-                cache[text] = facts_of_text(text, self.shape_facts(shape), nums)
+            for text, one, nums in zip(texts, shapes, numss, strict=True):
+                cache[text] = facts_of_text(text, self.shape_facts(one), nums)
             return
         get = sem.template_shapes.get
         for template, group, cols in groups:
@@ -580,7 +595,7 @@ class Program:
         src: list,
         texts: list[str],
         ctrls: list[Ctrl] | None,
-        cts: list[tuple],
+        cts: list[tuple[int, int | None, int | None, int, int, bool]],
         facts: list[Facts],
         label_node: dict[str, int],
         bad_ctrl: list[Instruction],
@@ -680,7 +695,7 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
                 ctrl = decode_ctrl(c)
                 if ctrl is None:
                     ctx.bad_ctrl_seen = True
-                cache[c] = _BAD if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))
+                cache[c] = _BAD if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))  # type: ignore
         hits = [cache[ins.ctrl] for ins in instrs]
     bad: list[Instruction] = []
     if ctx.bad_ctrl_seen and _BAD in hits:  # undecodable control fields: those instructions are not nodes
@@ -696,8 +711,8 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
         hits = [h for h in hits if h is not _BAD]
     texts = [ins.text for ins in instrs]
     facts = ctx.facts_of(texts)
-    p = Program(name, line, instrs, texts, None, list(map(_CT, hits)), facts, label_node, bad, ctx)
-    p._ctrl_pairs = hits  # Program.ctrls from these when asked
+    p = Program(name, line, instrs, texts, None, list(map(_CT, hits)), facts, label_node, bad, ctx)  # type: ignore
+    p._ctrl_pairs = hits  # type: ignore  # Program.ctrls from these when asked
     _build_cfg(p)
     return p
 

@@ -28,7 +28,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from sass_lsp._native import mypyc_attr
 from sass_lsp.isa.archs import UnsupportedArch, table_arch
 
 # Register units: one int per architectural register so that sets are cheap.
@@ -106,6 +108,7 @@ class LatencyRow:
     note: str = ""
 
 
+@mypyc_attr(native_class=False)  # a plain class when compiled: the schedulers key weak dicts on it
 class Semantics:
     """Per-arch ISA facts loaded from JSON."""
 
@@ -140,7 +143,7 @@ class Semantics:
         self.var_latency: dict[str, dict] = data.get("var_latency", {})
         self.params: dict[str, dict] = data.get("params", {})
         self._info_cache: dict[tuple[str, tuple[str, ...]], dict] = {}
-        self._widths: dict[tuple[str, tuple[str, ...]], object] = {}  # (opcode, mods) -> _width_rules
+        self._widths: dict[tuple[str, tuple[str, ...]], Any] = {}  # (opcode, mods) -> _width_rules
         self._eff: dict[str, Effects] = {}
         self.template_shapes: dict[str, Shape | None] = {}  # template -> shape (None: not one, see Shape)
         self._own: dict[str, Shape] = {}  # text -> its own shape, for texts no template shape covers
@@ -289,7 +292,7 @@ class Semantics:
         number has a leading zero or is huge (then the regexes decide)."""
         known = self._skeletons
         keys = joined.translate(_DIGITS_ZERO).split("\n")
-        found = list(map(known.get, keys))
+        found: list[_Skeleton] = list(map(known.get, keys))  # type: ignore[arg-type]  # None: learned next
         if None in found:
             self._learn(dict(zip(keys, texts, strict=True)))
             found = list(map(known.__getitem__, keys))
@@ -368,7 +371,7 @@ class Semantics:
         """For a template not in :attr:`template_shapes` (or known to have no shape): ``(its shape, pos)``
         when scanning ``text`` gives it one, else ``(text's own shape, pos`` past the template's
         numbers``)``."""
-        shape = self.template_shapes.get(template, _MISSING)
+        shape: Any = self.template_shapes.get(template, _MISSING)
         if shape is _MISSING:
             shape = self._new_shape(text, template)
         if shape is None:
@@ -380,6 +383,7 @@ class Semantics:
         number beyond its slot's cap cannot stand for the template (its spans are clipped): None, and the
         template stays unknown."""
         tokens = _tokens(text)
+        shape: Shape | None
         try:
             shape = Shape(template, _scan(self, text), tokens)
         except _NotAShape:
@@ -650,7 +654,7 @@ def _scan(sem: Semantics, text: str) -> _Scan:
         pos = gm.end()
     om = _OPC.match(body, pos)
     if not om:
-        head = ("?", (), guard_neg, never, "unknown", False, None, frozenset(), (), (), (), 0)
+        head: tuple = ("?", (), guard_neg, never, "unknown", False, None, frozenset(), (), (), (), 0)
         return _Scan(head, guard, [], [], cons, dst_rng, src_rng, imm_at, target_at, mem)
     opcode = om.group(1)
     mods = tuple(x for x in om.group(2).split(".") if x)
@@ -670,9 +674,9 @@ def _scan(sem: Semantics, text: str) -> _Scan:
             for piece in p.split():
                 ops.append((piece, c + p.index(piece)))
         elif " " in p and "`(" in p and not p.startswith("`"):
-            head, _, tail = p.partition(" ")
-            ops.append((head, c))
-            ops.append((tail.strip(), c + len(head) + 1))
+            word, _, tail = p.partition(" ")
+            ops.append((word, c))
+            ops.append((tail.strip(), c + len(word) + 1))
         else:
             ops.append((p, c))
 
@@ -774,7 +778,7 @@ def _scan(sem: Semantics, text: str) -> _Scan:
         def at(p: int) -> int:
             return p + shift if p >= cut else p
 
-        cons = [(at(p), *rest) for p, *rest in cons]
+        cons = [(at(p), c[1], c[2], c[3]) for c in cons for p in (c[0],)]
         imm_at = [(at(p), neg) for p, neg in imm_at]
         target_at = [at(p) for p in target_at]
         mem = [(at(a), at(b)) for a, b in mem]
@@ -860,6 +864,14 @@ class _Skeleton:
     skeleton (other literal runs)."""
 
     __slots__ = ("template", "nregs", "reg_get", "lit_get", "lits", "regs", "digits", "other")
+    template: str
+    nregs: int
+    reg_get: Any  # operator.itemgetter, or None
+    lit_get: Any
+    lits: Any
+    regs: tuple[tuple[int, int], ...]
+    digits: tuple[tuple[int, str], ...]
+    other: _Skeleton | None
 
     @classmethod
     def batch(cls, texts: list[str], keys: list[str]) -> list[_Skeleton]:
@@ -885,8 +897,11 @@ class _Skeleton:
     @classmethod
     def _of(cls, text: str, key: str, holes: list[tuple[int, int, str]], offset: int) -> _Skeleton:
         """From one text and its holes (``(start, end, hole character)`` in order, positions + ``offset``)."""
-        pieces = []  # the template: the text between the holes and one character per hole
-        reg_at, lit_at, regs, digits = [], [], [], []
+        pieces: list[str] = []  # the template: the text between the holes and one character per hole
+        reg_at: list[slice] = []
+        lit_at: list[slice] = []
+        regs: list[tuple[int, int]] = []
+        digits: list[tuple[int, str]] = []
         prev = 0
         for a, b, kind in [*holes, (len(text) + offset, 0, "")]:
             a -= offset
@@ -982,7 +997,7 @@ class Shape:
     def __init__(self, template: str, scan: _Scan, tokens: list[tuple[int, str, bool]]) -> None:
         opcode, mods, guard_neg, never, pipe, var, queue, flags, targets, indirect, imm, sb_set = scan.head
         self.template = template
-        self.memo = None
+        self.memo: object = None
         reg_at: dict[int, int] = {}  # position -> register slot
         other_at: dict[int, int] = {}  # position -> index among the other holes
         for pos, _t, is_reg in tokens:
