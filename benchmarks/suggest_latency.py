@@ -108,7 +108,7 @@ class Phases:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    ap.add_argument("--threads", type=int, help="torch threads (default: as suggest's callers set them)")
     ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
     ap.add_argument("--trace", action="store_true", help="phases of each kernel's first request")
     args = ap.parse_args()
@@ -119,6 +119,8 @@ def main() -> int:
     t1 = time.perf_counter()
     warm_up(net)  # as the CLI and the server do once after loading: the game's imports, torch's first pass
     t2 = time.perf_counter()
+    if args.threads:  # warm_up caps the threads as the product does; --threads overrides that
+        torch.set_num_threads(args.threads)
     print(
         f"policy load {1e3 * (t1 - t0):.0f} ms + warm-up {1e3 * (t2 - t1):.0f} ms;"
         f" torch threads {torch.get_num_threads()}; load average {os.getloadavg()[0]:.2f}"

@@ -368,3 +368,21 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
         for p in parents:
             assert (p.result.low or 0) > 1.0 and p.candidate.key in texts
     assert children, f"{name}: no candidate was built on a schedule measured faster"
+
+
+def test_warm_up_caps_torch_threads_but_never_raises_them():
+    """A serving process runs the small policy on at most INTERACTIVE_THREADS threads (16 made the first
+    request on the H200 host 320 ms, 4 made it 173); a lower count the user chose stays."""
+    from sass_lsp.policy.suggest import INTERACTIVE_THREADS, warm_up
+
+    net = PolicyNet(SMALL)
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(INTERACTIVE_THREADS + 3)
+        warm_up(net)
+        assert torch.get_num_threads() == INTERACTIVE_THREADS
+        torch.set_num_threads(1)
+        warm_up(net)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(old)

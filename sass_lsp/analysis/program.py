@@ -551,6 +551,9 @@ def context(sem: Semantics) -> _Ctx:
 
 # Young objects left by a call beyond which they are promoted rather than collected (see gc_paused).
 _PROMOTE = 10_000
+# What the permanent generation holds before anyone froze anything: nothing up to Python 3.11, the
+# interpreter's own objects from 3.12 (375 on 3.12.1), so "a caller froze objects" is "more than this".
+_FROZEN_AT_START = gc.get_freeze_count()
 
 
 @contextlib.contextmanager
@@ -572,7 +575,7 @@ def gc_paused(promote_over: int = _PROMOTE) -> Iterator[None]:
     try:
         yield
     finally:
-        if gc.get_count()[0] > promote_over and not gc.get_freeze_count():
+        if gc.get_count()[0] > promote_over and gc.get_freeze_count() <= _FROZEN_AT_START:
             gc.freeze()
             gc.unfreeze()
         gc.enable()

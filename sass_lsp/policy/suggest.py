@@ -37,6 +37,13 @@ Edit = tuple[int, int, tuple[str, ...]]  # (first line, last line, new lines), 1
 # machine), so that the call as a whole ends within its budget.
 SEARCH_SHARE = 0.9
 
+# Torch's intra-op threads for a process that serves suggestions. The policy's forward passes are small
+# (a few hundred tokens): more threads only add OpenMP start-up and barriers. On the H200 host's 16-core
+# Xeon, fma_2k's first request took 320 ms with torch's default 16 threads (its first forward pass alone
+# 103 ms), 173 ms with 4 and 189 ms with 1; the suggestions are the same whatever the count
+# (benchmarks/results/suggest_latency.log).
+INTERACTIVE_THREADS = 4
+
 
 @dataclass(frozen=True)
 class Suggestion:
@@ -66,8 +73,13 @@ class _Branch:
 
 def warm_up(net: PolicyNet) -> None:
     """Import the game and run one forward pass on a tiny observation, so that a process's first request
-    pays only for its text (the imports and torch's first pass cost hundreds of ms, once per process)."""
+    pays only for its text (the imports and torch's first pass cost hundreds of ms, once per process).
+    Also caps this process's torch threads at :data:`INTERACTIVE_THREADS` (never raises them: a smaller
+    count set by the user or ``OMP_NUM_THREADS`` stays)."""
     import sass_lsp.schedule.game  # noqa: F401  (the import is the point)
+
+    if torch.get_num_threads() > INTERACTIVE_THREADS:
+        torch.set_num_threads(INTERACTIVE_THREADS)
 
     tiny = {
         "tok": np.ones((2, len(ob.TOKEN_VOCAB)), dtype=np.int16),
