@@ -18,14 +18,7 @@ from setuptools.command.build_ext import build_ext
 # whose native classes the others use directly).
 GROUP = "sass_lsp_native__mypyc"  # the group's shared library (group_name + "__mypyc"), top-level: mypyc
 # derives the modules' __file__ from its directory
-COMPILED = [
-    "sass_lsp/analysis/hazards.py",
-    "sass_lsp/analysis/program.py",
-    "sass_lsp/isa/semantics.py",
-    "sass_lsp/schedule/deps.py",
-    "sass_lsp/schedule/repair.py",
-    "sass_lsp/schedule/cost.py",
-]
+COMPILED = ["sass_lsp/analysis/hazards.py", "sass_lsp/analysis/program.py", "sass_lsp/isa/semantics.py"]
 
 
 def _say(msg: str) -> None:

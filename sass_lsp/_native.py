@@ -30,14 +30,7 @@ except ImportError:  # not installed (it is a build requirement only)
         return lambda cls: cls
 
 
-COMPILED = (
-    "sass_lsp.analysis.hazards",
-    "sass_lsp.analysis.program",
-    "sass_lsp.isa.semantics",
-    "sass_lsp.schedule.deps",
-    "sass_lsp.schedule.repair",
-    "sass_lsp.schedule.cost",
-)
+COMPILED = ("sass_lsp.analysis.hazards", "sass_lsp.analysis.program", "sass_lsp.isa.semantics")
 GROUP = "sass_lsp_native__mypyc"  # mypyc's shared library of the group, top-level (setup.py's group_name)
 
 pure = True  # after choose(): whether COMPILED run from their sources
