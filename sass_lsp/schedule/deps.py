@@ -78,6 +78,7 @@ from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDG
 
 MAX_STALL = 15  # 4-bit stall field
 _NONE: frozenset[int] = frozenset()
+_NO_NODES: list[int] = []  # (never changed)
 # A fixed-latency RAW pair that a move brings closer than ptxas placed it keeps at least this many cycles
 # (never more than ptxas's own distance, so the ptxas order repairs to itself). The latency table's rows are
 # minimums of ptxas's distances per pipe class; on the H200 pairs placed at those minimums but with other
@@ -288,7 +289,7 @@ class KernelContext:
         checker = Checker(k, sem)
         checker.run()
         self.entry: list[State] = checker.entry if k.nodes else []
-        self.maxlat: dict[str, int] = checker.maxlat
+        self.maxlat: Mapping[str, int] = checker.maxlat
         self.bar_gap: int = checker.bar_gap
         self.max_noyield = sem.param("max_stall_without_yield")
         self.sb_set = sem.param("scoreboard_set_cycles") or 0
@@ -325,8 +326,12 @@ def kernel_context(k: Kernel, sem: Semantics) -> KernelContext:
     if hit is not None and hit[0]() is k and hit[1].sem is sem:
         return hit[1]
     ctx = KernelContext(k, sem)
-    _CONTEXTS[key] = (weakref.ref(k, lambda _ref, key=key: _CONTEXTS.pop(key, None)), ctx)
+    _CONTEXTS[key] = (weakref.ref(k, functools.partial(_forget, key)), ctx)
     return ctx
+
+
+def _forget(key: int, _ref: object) -> None:
+    _CONTEXTS.pop(key, None)
 
 
 def complementary(producer: NodeFacts | Event, consumer: NodeFacts) -> bool:
@@ -609,11 +614,11 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
                 late_readers.setdefault(u, []).append(j)
         dst_pipe = f.dst_pipe
         for u in f.defs:
-            pipe = dst_pipe.get(u)
-            if pipe is None:
+            dpipe = dst_pipe.get(u)
+            if dpipe is None:
                 last_fixed.pop(u, None)
             else:
-                last_fixed[u] = (j, pipe, f)
+                last_fixed[u] = (j, dpipe, f)
         if f.bar_sync:
             last_bar = j
         if cons:
@@ -839,7 +844,7 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
     for i in idxs:
         f = info[i]
         if f.mem is not None and f.rsb is None and f.late and not f.gmma:  # (a never-run op has no mem)
-            later = read_sb_ops.get(f.queue, ())
+            later = read_sb_ops.get(f.queue, _NO_NODES)
             edges.add_after(i, later[bisect.bisect_right(later, i) :], EDGE_ORDER)
     # DEPBAR.LE SBn, k > 0 (here or in a successor) counts the youngest k: keep their order.
     for sb in range(6):
@@ -915,7 +920,7 @@ def _anchor_edges(ctx: KernelContext, block: int, facts: BlockFacts, edges: _Edg
     for j, lb in entry_bounds(ctx, facts, entry).items():
         stop = min(j, start + spacers(lb) + 1)  # spacers start <= a < stop, before j
         order.extend(range(start * st + j, stop * st + j, st))
-    cons, _c0 = exit_bounds(ctx, facts, entry)
-    for i, c in cons.items():  # the pinned last instruction is one spacer already
+    ends, _c0 = exit_bounds(ctx, facts, entry)
+    for i, c in ends.items():  # the pinned last instruction is one spacer already
         first = max(i, end - 1 - spacers(c)) + 1  # spacers first <= a < end - 1, after i
         order.extend(range(i * st + first, i * st + end - 1))

@@ -72,6 +72,7 @@ _ADDR = re.compile(r"\s*/\*[^*]*\*/")
 
 
 _CTRLS: dict[tuple, Ctrl] = {}  # Ctrl is immutable: share them (cheaper than building 300 per repair)
+_NO_EVENTS: frozenset[Event] = frozenset()
 
 
 class RepairError(ValueError):
@@ -455,7 +456,7 @@ def _waits(
         if wait or f.depbar or allowed is not None:
             after = _depbar(_complete_waits(events, wait), f)
             for _ in range(7 if allowed is not None else 0):  # each round adds a scoreboard
-                extra = _drain(after, allowed)
+                extra = _drain(after, allowed or _NO_EVENTS)  # (allowed is set: 0 rounds when None)
                 if not extra:
                     break
                 wait |= extra
