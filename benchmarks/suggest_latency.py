@@ -45,7 +45,7 @@ import torch
 from sass_lsp.cuasm import parse_cuasm, write_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.policy.model import load_policy
-from sass_lsp.policy.suggest import suggest, warm_up
+from sass_lsp.policy.suggest import limit_threads, suggest, warm_up
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SASS_LSP_SHARED", ROOT.parent / "shared")) / "corpus" / "sm_90"
@@ -112,15 +112,17 @@ def main() -> int:
     ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
     ap.add_argument("--trace", action="store_true", help="phases of each kernel's first request")
     args = ap.parse_args()
+    # As the CLI and the server load it (policy.suggest.load_for_suggestions), in steps to time them: torch's
+    # threads set before torch runs anything (capped, or --threads), the load, the warm-up.
     if args.threads:
         torch.set_num_threads(args.threads)
+    else:
+        limit_threads()
     t0 = time.perf_counter()
     net = load_policy(args.policy)
     t1 = time.perf_counter()
-    warm_up(net)  # as the CLI and the server do once after loading: the game's imports, torch's first pass
+    warm_up(net)  # the game's imports, torch's first pass
     t2 = time.perf_counter()
-    if args.threads:  # warm_up caps the threads as the product does; --threads overrides that
-        torch.set_num_threads(args.threads)
     print(
         f"policy load {1e3 * (t1 - t0):.0f} ms + warm-up {1e3 * (t2 - t1):.0f} ms;"
         f" torch threads {torch.get_num_threads()}; load average {os.getloadavg()[0]:.2f}"

@@ -23,19 +23,16 @@ def default_policy_path() -> Path:
 
 
 def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported lazily)
-    from sass_lsp.policy.model import load_policy
-    from sass_lsp.policy.suggest import warm_up
+    from sass_lsp.policy.suggest import load_for_suggestions
 
     path = path or default_policy_path()
     try:
-        net = load_policy(path)
+        return load_for_suggestions(path)
     except (OSError, ValueError, KeyError) as exc:
         raise CliError(
             f"{path}: cannot load the reorder policy: {exc}\n"
             f"  hint: pass --policy DIR or set {POLICY_ENV}; `sass-lsp train` rebuilds the bundled one"
         ) from exc
-    warm_up(net)
-    return net
 
 
 def _text_and_arch(path: Path) -> tuple[str, str]:

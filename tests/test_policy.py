@@ -370,19 +370,20 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
     assert children, f"{name}: no candidate was built on a schedule measured faster"
 
 
-def test_warm_up_caps_torch_threads_but_never_raises_them():
-    """A serving process runs the small policy on at most INTERACTIVE_THREADS threads (16 made the first
-    request on the H200 host 320 ms, 4 made it 173); a lower count the user chose stays."""
-    from sass_lsp.policy.suggest import INTERACTIVE_THREADS, warm_up
+def test_policy_loads_for_suggestions_with_torch_threads_capped_but_never_raised():
+    """A serving process runs the small policy on at most INTERACTIVE_THREADS threads, set before the load
+    (16 made fma_2k's first request on the H200 host 320 ms, 4 made it 173); a lower count stays."""
+    from sass_lsp.policy.suggest import INTERACTIVE_THREADS, load_for_suggestions
 
-    net = PolicyNet(SMALL)
+    path = Path(__file__).resolve().parents[1] / "policy_models" / "reorder-v2"
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(INTERACTIVE_THREADS + 3)
-        warm_up(net)
+        net = load_for_suggestions(path)
         assert torch.get_num_threads() == INTERACTIVE_THREADS
+        assert not net.training  # warmed up: in eval mode
         torch.set_num_threads(1)
-        warm_up(net)
+        load_for_suggestions(path)
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(old)

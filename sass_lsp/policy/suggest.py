@@ -20,13 +20,14 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from sass_lsp.analysis.program import gc_paused
-from sass_lsp.policy.model import PolicyNet, collate, compact
+from sass_lsp.policy.model import PolicyNet, collate, compact, load_policy
 from sass_lsp.schedule import observation as ob
 
 Edit = tuple[int, int, tuple[str, ...]]  # (first line, last line, new lines), 1-based inclusive
@@ -37,11 +38,12 @@ Edit = tuple[int, int, tuple[str, ...]]  # (first line, last line, new lines), 1
 # machine), so that the call as a whole ends within its budget.
 SEARCH_SHARE = 0.9
 
-# Torch's intra-op threads for a process that serves suggestions. The policy's forward passes are small
-# (a few hundred tokens): more threads only add OpenMP start-up and barriers. On the H200 host's 16-core
-# Xeon, fma_2k's first request took 320 ms with torch's default 16 threads (its first forward pass alone
-# 103 ms), 173 ms with 4 and 189 ms with 1; the suggestions are the same whatever the count
-# (benchmarks/results/suggest_latency.log).
+# Torch's intra-op threads for a process that serves suggestions, set before torch runs anything (see
+# load_for_suggestions). The policy's forward passes are small (a few hundred tokens): more threads only add
+# OpenMP start-up and barriers. On the H200 host's 16-core Xeon, fma_2k's first request took 320 ms with
+# torch's default 16 threads (its first forward pass alone 103 ms) and 173 ms with 4 set before the load;
+# capped to 4 only after a load on 16, 219-221 ms (the game's build 160 ms instead of 94). The suggestions
+# are the same whatever the count (benchmarks/results/suggest_latency.log).
 INTERACTIVE_THREADS = 4
 
 
@@ -71,15 +73,27 @@ class _Branch:
             self.best, self.best_cost = self.game.snapshot(), float(self.game.cost)
 
 
-def warm_up(net: PolicyNet) -> None:
-    """Import the game and run one forward pass on a tiny observation, so that a process's first request
-    pays only for its text (the imports and torch's first pass cost hundreds of ms, once per process).
-    Also caps this process's torch threads at :data:`INTERACTIVE_THREADS` (never raises them: a smaller
-    count set by the user or ``OMP_NUM_THREADS`` stays)."""
-    import sass_lsp.schedule.game  # noqa: F401  (the import is the point)
+def load_for_suggestions(path: str | Path) -> PolicyNet:
+    """The policy at ``path``, ready to serve: this process's torch threads capped first
+    (:func:`limit_threads`), then the load and :func:`warm_up`. The CLI and the server load it so."""
+    limit_threads()
+    net = load_policy(path)
+    warm_up(net)
+    return net
 
+
+def limit_threads() -> None:
+    """Cap torch's intra-op threads at :data:`INTERACTIVE_THREADS` (never raise them: a smaller count set
+    by the user or ``OMP_NUM_THREADS`` stays). Call it before torch's first operation, which makes the
+    thread pool."""
     if torch.get_num_threads() > INTERACTIVE_THREADS:
         torch.set_num_threads(INTERACTIVE_THREADS)
+
+
+def warm_up(net: PolicyNet) -> None:
+    """Import the game and run one forward pass on a tiny observation, so that a process's first request
+    pays only for its text (the imports and torch's first pass cost hundreds of ms, once per process)."""
+    import sass_lsp.schedule.game  # noqa: F401  (the import is the point)
 
     tiny = {
         "tok": np.ones((2, len(ob.TOKEN_VOCAB)), dtype=np.int16),

@@ -38,21 +38,19 @@ def load_net(path: Path) -> Any:
             "(pip install torch); everything else works without it."
         ) from None
     try:
-        model = importlib.import_module("sass_lsp.policy.model")
         policy_suggest = importlib.import_module("sass_lsp.policy.suggest")
     except ImportError as exc:
         raise PolicyUnavailable(
             f"Reorder suggestions are not available in this installation: {exc}"
         ) from None
     try:
-        net = model.load_policy(path)
+        # torch threads capped, the load, the warm-up: the first request then pays only for its document
+        return policy_suggest.load_for_suggestions(path)
     except Exception as exc:
         log.warning("cannot load policy %s", path, exc_info=True)
         raise PolicyUnavailable(
             f"Reorder suggestions are off: cannot load the policy {path}: {exc}"
         ) from None
-    policy_suggest.warm_up(net)  # the first request then pays only for its document
-    return net
 
 
 BUDGET_S = 2.0
