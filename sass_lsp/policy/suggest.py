@@ -41,9 +41,9 @@ SEARCH_SHARE = 0.9
 # Torch's intra-op threads for a process that serves suggestions, set before torch runs anything (see
 # load_for_suggestions). The policy's forward passes are small (a few hundred tokens): more threads only add
 # OpenMP start-up and barriers. On the H200 host's 16-core Xeon, fma_2k's first request took 320 ms with
-# torch's default 16 threads (its first forward pass alone 103 ms) and 173 ms with 4 set before the load;
-# capped to 4 only after a load on 16, 219-221 ms (the game's build 160 ms instead of 94). The suggestions
-# are the same whatever the count (benchmarks/results/suggest_latency.log).
+# torch's default 16 threads (its first forward pass alone 103 ms) and 173 ms with 4 set before the load
+# (capped only after a load on 16: 219-221 ms, with the host in a slow stretch, so not a clean comparison).
+# The suggestions are the same whatever the count (benchmarks/results/suggest_latency.log).
 INTERACTIVE_THREADS = 4
 
 
