@@ -778,7 +778,7 @@ def _scan(sem: Semantics, text: str) -> _Scan:
         def at(p: int) -> int:
             return p + shift if p >= cut else p
 
-        cons = [(at(p), c[1], c[2], c[3]) for c in cons for p in (c[0],)]
+        cons = [(at(c[0]), c[1], c[2], c[3]) for c in cons]
         imm_at = [(at(p), neg) for p, neg in imm_at]
         target_at = [at(p) for p in target_at]
         mem = [(at(a), at(b)) for a, b in mem]
