@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sass_lsp.schedule.search import Candidate, Measured, beam, schedule_key
+from sass_lsp.schedule.search import Candidate, Measured, SearchLog, beam, schedule_key
 
 
 def lines(moves: str) -> str:
@@ -58,3 +58,26 @@ def test_beam_ends_when_no_parent_gives_anything_new() -> None:
 
     log = beam(finite, lines(""), measure, budget=100.0)
     assert len(log.trials) == 1 and log.spent == 1.0
+
+
+def test_best_is_the_trial_surest_faster_not_the_fastest_screened() -> None:
+    log = SearchLog(budget=10.0)
+    for moves, speedup, low in (
+        ("b", 0.999, 0.998),
+        ("a", 1.012, 0.990),
+        ("aa", 1.008, 1.004),
+        ("x", 1.0, 1.0),
+    ):
+        log.add(
+            Candidate(lines(moves), "test"), Measured(lines(moves), "match", speedup, low, speedup + 0.01)
+        )
+    log.add(Candidate(lines("bb"), "test"), Measured("k", "mismatch", None, seconds=1.0))
+    best = log.best()
+    # 'a' screened fastest but its CI reaches below 1; 'aa' is surely faster; 'x' (low 1.0) is no faster
+    assert best is not None and moves_of(best.candidate.text) == "aa"
+    # a measure without a CI (the cost model) ranks by its speedup; only accepted trials count
+    bare = SearchLog(budget=3.0)
+    for moves, speedup in (("a", 1.01), ("aa", 1.02)):
+        bare.add(Candidate(lines(moves), "test"), Measured("k", "match", speedup))
+    assert moves_of(bare.best().candidate.text) == "aa"
+    assert SearchLog(budget=1.0).best() is None

@@ -2,10 +2,10 @@
 
 The search comes from the caller (the CLI and the server pass :func:`~sass_lsp.schedule.search.beam` with
 the policy as proposer, so this module imports no torch); each candidate is measured by
-:class:`~sass_lsp.gpu.measure.GpuMeasure` (bit-exact verification, then interleaved timing). The best
-screened candidate is measured again by the full verified bench on fresh seeds — the screening maximum is
-biased upwards (the winner's curse), the confirmation is not — and is written out only if that
-confirmation says it is verified faster. Outputs (all atomic): the best ``.cuasm`` and ``.cubin``, a JSON
+:class:`~sass_lsp.gpu.measure.GpuMeasure` (bit-exact verification, then interleaved timing). The screened
+candidate surest faster (highest lower CI bound, :meth:`SearchLog.best`) is measured again by the full
+verified bench on fresh seeds — screened figures are biased upwards (the winner's curse), the confirmation
+is not — and is written out only if that confirmation says it is verified faster. Outputs (all atomic): the best ``.cuasm`` and ``.cubin``, a JSON
 report with every trial, and an SVG plot of measured speedup against GPU seconds spent.
 """
 
