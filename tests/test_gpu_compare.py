@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sass_lsp.gpu.data import compare_buffer, count_poison, make_input, poisoned
+from sass_lsp.gpu.data import InputCache, compare_buffer, count_poison, make_input, poisoned
 from sass_lsp.gpu.dtypes import DTYPES, from_float32, lookup_dtype, to_float32, ulp_distance
 from sass_lsp.gpu.spec import BufferParam, Fill, Tolerance
 from sass_lsp.gpu.stats import bootstrap_ratio_ci, summarize
@@ -273,3 +273,21 @@ def test_importing_the_package_loads_no_cuda_driver():
 
     code = "import sys, sass_lsp.gpu; sys.exit(any(m.startswith(('cuda', 'torch')) for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_input_cache_gives_make_input_s_bytes_read_only_and_evicts_the_oldest(tmp_path):
+    a, b = buf(role="in"), buf(shape=(8,), role="in")
+    cache = InputCache(max_bytes=a.nbytes + b.nbytes)
+    x = cache.get(a, 3, 0)
+    assert np.array_equal(x, make_input(a, 3, 0)) and not x.flags.writeable
+    assert cache.get(a, 3, 0) is x and cache.hits == 1
+    cache.get(b, 3, 1)
+    cache.get(a, 4, 0)  # over the limit: (a, 3) is the least recently used
+    assert cache.nbytes <= cache.max_bytes and cache.get(a, 3, 0) is not x and cache.hits == 1
+    # a file fill is read afresh: the file may change between runs
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(16, dtype=np.float32))
+    from_file = buf(role="in", fill=Fill("file", path=str(path)))
+    cache.get(from_file, 0, 0)
+    np.save(path, np.ones(16, dtype=np.float32))
+    assert np.array_equal(cache.get(from_file, 0, 0), np.ones(16, dtype=np.float32))

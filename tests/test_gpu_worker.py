@@ -348,3 +348,19 @@ def test_timing_blocks_cancel_a_load_order_bias(edit_factor):
         assert bootstrap_ratio_ci(single["orig_ms"], single["edit_ms"]).low > 1.0
     else:
         assert ci.low > 1.01 and ci.high < 1.03, ci
+
+
+def test_a_session_generates_each_seed_s_inputs_once_and_they_stay_pristine():
+    """A search verifies every candidate on the same seeds: the inputs are made once per (buffer, seed);
+    a stray write on the device never reaches the remembered host copy."""
+    session = Session(FakeDevice())
+    first = session.verify(b"FAKE:ok", b"FAKE:ok", SPEC, [0, 1])
+    assert first["status"] == "match" and session.inputs.hits == 0
+    for _ in range(2):
+        stray = session.verify(b"FAKE:ok", b"FAKE:stray", SPEC, [0, 1])
+        assert [(m["name"], m["kind"]) for m in stray["mismatches"]] == [("x", "stray_write")]
+    again = session.verify(b"FAKE:ok", b"FAKE:ok", SPEC, [0, 1])
+    # x once per seed and call: the stray edits stop at seed 0 (hits 1, 2), the last call reuses both (3, 4)
+    assert again == first and session.inputs.hits == 4
+    timed = session.time(b"FAKE:ok", b"FAKE:ok", SPEC, rounds=4, seed=0)
+    assert timed["status"] == "ok" and session.inputs.hits == 5

@@ -5,8 +5,9 @@ the policy as proposer, so this module imports no torch); each candidate is meas
 :class:`~sass_lsp.gpu.measure.GpuMeasure` (bit-exact verification, then interleaved timing). The screened
 candidate surest faster (highest lower CI bound, :meth:`SearchLog.best`) is measured again by the full
 verified bench on fresh seeds — screened figures are biased upwards (the winner's curse), the confirmation
-is not — and is written out only if that confirmation says it is verified faster. Outputs (all atomic): the best ``.cuasm`` and ``.cubin``, a JSON
-report with every trial, and an SVG plot of measured speedup against GPU seconds spent.
+is not — and is written out only if that confirmation says it is verified faster. Outputs (all atomic):
+the best ``.cuasm`` and ``.cubin``, a JSON report with every trial, and an SVG plot of measured speedup
+against GPU seconds spent.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sass_lsp.gpu.data import POISON_BYTE, compare_buffer, count_poison, dtype_of, make_input
+from sass_lsp.gpu.data import POISON_BYTE, InputCache, compare_buffer, count_poison, dtype_of
 from sass_lsp.gpu.device import Device, DeviceError, Geometry
 from sass_lsp.gpu.dtypes import from_float32, lookup_dtype
 from sass_lsp.gpu.spec import BufferParam, LaunchSpec, NullParam, SpecError, param_size
@@ -61,6 +61,8 @@ class Session:
         """What the device is doing now ("edit seed 3"); reported with faults and timeouts."""
         self._progress: ProgressFn = _no_progress
         self._seed: int | None = None
+        # a worker serves one search: the same buffers and seeds, candidate after candidate
+        self.inputs = InputCache()
 
     def _step(self, phase: str, done: int, total: int) -> None:
         self.phase = phase
@@ -193,7 +195,7 @@ class Session:
         for seed_idx, seed in enumerate(seeds):
             self._seed = seed
             self._step(f"fill seed {seed}", done, total)
-            inputs = {idx: make_input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+            inputs = {idx: self.inputs.get(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
             self._step(f"original seed {seed}", done, total)
             ref = self._run(kernels["original"], spec, ptrs, inputs)
             done += 1
@@ -345,7 +347,9 @@ class Session:
                 with self._loaded(cubins, spec) as kernel_of:
                     if not sets:
                         self._step("allocate", 0, rounds)
-                        inputs = {idx: make_input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+                        inputs = {
+                            idx: self.inputs.get(p, seed, idx) for idx, p in spec.buffers if p.role != "out"
+                        }
                         for set_idx in range(n_sets):
                             sets.append(self._alloc_set(spec))
                             if set_idx == 0:
@@ -504,7 +508,7 @@ class Session:
         try:
             with self._loaded({"kernel": cubin}, spec) as kernels:
                 ptrs = self._alloc_set(spec)
-                inputs = {idx: make_input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+                inputs = {idx: self.inputs.get(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
                 outs: dict[int, np.ndarray] = {}
                 for rep in range(repeats):
                     self._step(f"launch {rep + 1}/{repeats}", rep, repeats)
