@@ -278,16 +278,16 @@ def test_importing_the_package_loads_no_cuda_driver():
 def test_input_cache_gives_make_input_s_bytes_read_only_and_evicts_the_oldest(tmp_path):
     a, b = buf(role="in"), buf(shape=(8,), role="in")
     cache = InputCache(max_bytes=a.nbytes + b.nbytes)
-    x = cache.get(a, 3, 0)
+    x = cache.input(a, 3, 0)
     assert np.array_equal(x, make_input(a, 3, 0)) and not x.flags.writeable
-    assert cache.get(a, 3, 0) is x and cache.hits == 1
-    cache.get(b, 3, 1)
-    cache.get(a, 4, 0)  # over the limit: (a, 3) is the least recently used
-    assert cache.nbytes <= cache.max_bytes and cache.get(a, 3, 0) is not x and cache.hits == 1
+    assert cache.input(a, 3, 0) is x and cache.hits == 1
+    cache.input(b, 3, 1)
+    cache.input(a, 4, 0)  # over the limit: (a, 3) is the least recently used
+    assert cache.nbytes <= cache.max_bytes and cache.input(a, 3, 0) is not x and cache.hits == 1
     # a file fill is read afresh: the file may change between runs
     path = tmp_path / "x.npy"
     np.save(path, np.arange(16, dtype=np.float32))
     from_file = buf(role="in", fill=Fill("file", path=str(path)))
-    cache.get(from_file, 0, 0)
+    cache.input(from_file, 0, 0)
     np.save(path, np.ones(16, dtype=np.float32))
-    assert np.array_equal(cache.get(from_file, 0, 0), np.ones(16, dtype=np.float32))
+    assert np.array_equal(cache.input(from_file, 0, 0), np.ones(16, dtype=np.float32))

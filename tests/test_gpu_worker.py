@@ -364,3 +364,43 @@ def test_a_session_generates_each_seed_s_inputs_once_and_they_stay_pristine():
     assert again == first and session.inputs.hits == 4
     timed = session.time(b"FAKE:ok", b"FAKE:ok", SPEC, rounds=4, seed=0)
     assert timed["status"] == "ok" and session.inputs.hits == 5
+
+
+class CountingDevice(FakeDevice):
+    """Counts the launches of each verification's original (the first of the two modules it loads)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.originals: list = []  # kept alive, so identity tells them apart
+        self.original_runs = 0
+
+    def load(self, cubin, name, shared_bytes=0):  # noqa: ANN001, ANN201
+        kernel = super().load(cubin, name, shared_bytes)
+        if not self.n_loads % 2:
+            self.originals.append(kernel)
+        self.n_loads += 1
+        return kernel
+
+    n_loads = 0
+
+    def launch(self, kernel, geometry, args) -> None:  # noqa: ANN001
+        self.original_runs += any(kernel is k for k in self.originals)
+        super().launch(kernel, geometry, args)
+
+
+@pytest.mark.parametrize(
+    ("orig", "original_runs"),
+    # seed 0 twice (the repeatability check), then seeds 1 and 2 once each, whatever the edits; an
+    # original that fails its own check (nondeterministic, writes an input) stops every verification there
+    [(b"FAKE:ok", 4), (b"FAKE:partial", 4), (b"FAKE:nondet", 2), (b"FAKE:stray", 1)],
+)
+def test_the_original_runs_once_per_seed_and_every_verdict_is_as_without_that(orig, original_runs):
+    """The original's outputs on a seed are kept for the next candidates; what each candidate's
+    verification says is what a fresh worker says."""
+    kept = Session(CountingDevice())
+    for edit in (b"FAKE:ok", b"FAKE:wrong", b"FAKE:stray", b"FAKE:partial", b"FAKE:ok:1.5", b"FAKE:ok"):
+        fresh = Session(FakeDevice()).verify(orig, edit, SPEC, [0, 1, 2])
+        assert kept.verify(orig, edit, SPEC, [0, 1, 2]) == fresh, edit
+    assert kept.device.original_runs == original_runs
+    other = kept.verify(b"FAKE:ok:2", b"FAKE:ok:2", SPEC, [0])  # another original: its own runs
+    assert other["status"] == "match" and kept.device.original_runs == original_runs + 2

@@ -12,6 +12,7 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,38 +56,52 @@ def make_input(param: BufferParam, seed: int, param_idx: int) -> np.ndarray:
     raise SpecError(f"{param.name}.fill.kind", f"unknown fill {fill.kind!r}")
 
 
-class InputCache:
-    """:func:`make_input`, remembered: the same (parameter, seed, index) gives the same bytes, and a search
-    verifies and times every candidate on the same seeds. Generating a large buffer's data costs more than
-    the kernel runs: ~1 s on a 2-vCPU VM for rmsnorm_f32_4096's 128 MiB input, three times per candidate
-    (two verification seeds and the timing seed), when its timed launches took 44 ms.
-
-    Arrays are returned read-only (uploads only read them); the least recently used go once the total
-    passes ``max_bytes``. A ``file`` fill is read afresh each time (the file may change between runs)."""
+class BoundedCache:
+    """Arrays (or records of arrays) by key, least recently used dropped once their bytes pass
+    ``max_bytes``."""
 
     def __init__(self, max_bytes: int = 2 << 30) -> None:
         self.max_bytes = max_bytes
         self.nbytes = 0
         self.hits = 0
-        self._arrays: OrderedDict[tuple[BufferParam, int, int], np.ndarray] = OrderedDict()
+        self._items: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
 
-    def get(self, param: BufferParam, seed: int, param_idx: int) -> np.ndarray:
+    def get(self, key: Any) -> Any:
+        hit = self._items.get(key)
+        if hit is None:
+            return None
+        self._items.move_to_end(key)
+        self.hits += 1
+        return hit[0]
+
+    def put(self, key: Any, value: Any, nbytes: int) -> None:
+        if nbytes > self.max_bytes or key in self._items:
+            return
+        self._items[key] = (value, nbytes)
+        self.nbytes += nbytes
+        while self.nbytes > self.max_bytes:
+            _, (_, old) = self._items.popitem(last=False)
+            self.nbytes -= old
+
+
+class InputCache(BoundedCache):
+    """:func:`make_input`, remembered: the same (parameter, seed, index) gives the same bytes, and a search
+    verifies and times every candidate on the same seeds. Generating a large buffer's data costs more than
+    the kernel runs: ~1 s on a 2-vCPU VM for rmsnorm_f32_4096's 128 MiB input, three times per candidate
+    (two verification seeds and the timing seed), when its timed launches took 44 ms.
+
+    Arrays are returned read-only (uploads only read them). A ``file`` fill is read afresh each time (the
+    file may change between runs)."""
+
+    def input(self, param: BufferParam, seed: int, param_idx: int) -> np.ndarray:
         if param.fill.kind == "file":
             return make_input(param, seed, param_idx)
         key = (param, seed, param_idx)
-        hit = self._arrays.get(key)
-        if hit is not None:
-            self._arrays.move_to_end(key)
-            self.hits += 1
-            return hit
-        data = make_input(param, seed, param_idx)
-        data.flags.writeable = False
-        if data.nbytes <= self.max_bytes:
-            self._arrays[key] = data
-            self.nbytes += data.nbytes
-            while self.nbytes > self.max_bytes:
-                _, old = self._arrays.popitem(last=False)
-                self.nbytes -= old.nbytes
+        data = self.get(key)
+        if data is None:
+            data = make_input(param, seed, param_idx)
+            data.flags.writeable = False
+            self.put(key, data, data.nbytes)
         return data
 
 
