@@ -88,7 +88,7 @@ def encode_ctrl(c: Ctrl) -> str:
     return f"B{wait}:R{rsb}:W{wsb}:{'Y' if c.yield_flag else '-'}:S{c.stall:02d}"
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen, never changed once built (see semantics.Operand)
 class Node:
     """One instruction of a kernel."""
 
