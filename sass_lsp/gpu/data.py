@@ -58,9 +58,10 @@ def make_input(param: BufferParam, seed: int, param_idx: int) -> np.ndarray:
 
 class BoundedCache:
     """Arrays (or records of arrays) by key, least recently used dropped once their bytes pass
-    ``max_bytes``."""
+    ``max_bytes``. The default, 1 GiB, holds a search's seeds for buffers of a few hundred MiB (rmsnorm's
+    three input seeds take 384 MiB) and bounds what an editor's long-lived GPU worker keeps."""
 
-    def __init__(self, max_bytes: int = 2 << 30) -> None:
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
         self.max_bytes = max_bytes
         self.nbytes = 0
         self.hits = 0
