@@ -126,6 +126,10 @@ class Session:
         for ptr in ptrs.values():
             self.device.free(ptr)
 
+    def _inputs(self, spec: LaunchSpec, seed: int) -> dict[int, np.ndarray]:
+        """Every non-output buffer's contents for ``seed`` (made once per worker, read-only)."""
+        return {idx: self.inputs.input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+
     def _prepare(self, spec: LaunchSpec, ptrs: dict[int, int], inputs: dict[int, np.ndarray]) -> None:
         for idx, param in spec.buffers:
             if param.role == "out":
@@ -206,7 +210,7 @@ class Session:
         for seed_idx, seed in enumerate(seeds):
             self._seed = seed
             self._step(f"fill seed {seed}", done, total)
-            inputs = {idx: self.inputs.input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+            inputs = self._inputs(spec, seed)
             self._step(f"original seed {seed}", done, total)
             ref = self._reference(kernels["original"], orig_digest, spec, ptrs, inputs, seed, seed_idx == 0)
             done += 2 if seed_idx == 0 else 1
@@ -386,9 +390,7 @@ class Session:
                 with self._loaded(cubins, spec) as kernel_of:
                     if not sets:
                         self._step("allocate", 0, rounds)
-                        inputs = {
-                            idx: self.inputs.input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"
-                        }
+                        inputs = self._inputs(spec, seed)
                         for set_idx in range(n_sets):
                             sets.append(self._alloc_set(spec))
                             if set_idx == 0:
@@ -547,7 +549,7 @@ class Session:
         try:
             with self._loaded({"kernel": cubin}, spec) as kernels:
                 ptrs = self._alloc_set(spec)
-                inputs = {idx: self.inputs.input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
+                inputs = self._inputs(spec, seed)
                 outs: dict[int, np.ndarray] = {}
                 for rep in range(repeats):
                     self._step(f"launch {rep + 1}/{repeats}", rep, repeats)
