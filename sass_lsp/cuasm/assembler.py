@@ -3,7 +3,8 @@
 Steps: parse; lay out every section (labels, pcs); evaluate data directives; encode instructions
 through the ``encode`` callback; update symbols, REGCOUNT and relocations; lay out the file
 (recorded offsets are kept when no size changed, so unmodified round trips are byte-identical);
-then disassemble the result once and check every instruction text against its source line.
+then disassemble the result once and check every instruction text against its source line (skipped
+when every word and text was verified before in this process: :mod:`sass_lsp.cuasm.verified`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sass_lsp.cuasm.ctrl import CTRL_MASK, encode_ctrl
 from sass_lsp.cuasm.encoding import EncodeFn, context_rules, default_encoder
 from sass_lsp.cuasm.exprs import Context, ExprError, evaluate
 from sass_lsp.cuasm.parser import parse_cuasm
+from sass_lsp.cuasm.verified import VERIFIED, VerifiedWords
 from sass_lsp.elf.arch import OSABI_CUDA_V7, sm_from_flags
 from sass_lsp.elf.layout import relayout
 from sass_lsp.elf.model import (
@@ -663,11 +665,17 @@ def assemble_module(module: Module, *, encode: EncodeFn | None) -> tuple[Cubin |
     return (None if has_errors(asm.diags) else cubin), asm.diags
 
 
-def verify_instructions(module: Module, data: bytes) -> list[Diagnostic]:
-    """Disassemble ``data`` once and compare every instruction with its source text."""
+def verify_instructions(
+    module: Module, data: bytes, *, memo: VerifiedWords | None = None
+) -> list[Diagnostic]:
+    """Disassemble ``data`` once and compare every instruction with its source text; skipped when ``memo``
+    holds every instruction's word and text from an earlier verification without errors."""
     from sass_lsp.cuasm.disasm import disassemble, normalise_text, texts_equivalent
     from sass_lsp.nvdisasm import NvdisasmError
 
+    keys = memo.keys(module, data, module_arch(module)) if memo is not None else None
+    if keys is not None and memo is not None and memo.known(keys):
+        return []
     try:
         dis = disassemble(data)
     except NvdisasmError as err:
@@ -700,6 +708,8 @@ def verify_instructions(module: Module, data: bytes) -> list[Diagnostic]:
                         "the encoding does not match the text: check operands/modifiers or the hidden bits",
                     )
                 )
+    if keys is not None and memo is not None and not diags:
+        memo.add(keys)
     return diags
 
 
@@ -767,7 +777,7 @@ def _assemble(text: str, source_name: str, encode: EncodeFn | None, verify: bool
         raise AssembleError(diags, source_name)
     data = write_cubin(cubin)
     if verify:
-        diags += verify_instructions(module, data)
+        diags += verify_instructions(module, data, memo=VERIFIED)
         if has_errors(diags):
             raise AssembleError(diags, source_name)
     return data
