@@ -84,7 +84,7 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
     if method == "greedy":
         return partial(screen, greedy_candidates(text, arch, kernel=kernel))
     if method == "annealing":
-        return partial(annealing, neighbour(arch, kernel), text, rng=rng)
+        return partial(annealing, neighbour(text, arch, kernel), text, rng=rng)
     if method == "policy":
         from sass_lsp.policy.candidates import policy_candidates  # torch: only when the policy runs
 
@@ -92,7 +92,7 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
     if method == "beam":
         from sass_lsp.policy.candidates import policy_expander
 
-        return partial(beam, policy_expander(arch, net=net, kernel=kernel, seed=seed), text)
+        return partial(beam, policy_expander(text, arch, net=net, kernel=kernel, seed=seed), text)
     raise ValueError(method)
 
 

@@ -126,7 +126,7 @@ def run(name: str, text: str, cubin: bytes, spec: Any, net: Any, args: argparse.
 
     arch = module_arch(parse_cuasm(text)[0])
     timers = Timers()
-    expand = policy_expander(arch, net=net, kernel=spec.kernel, seed=args.seed)
+    expand = policy_expander(text, arch, net=net, kernel=spec.kernel, seed=args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "log.jsonl"
         measure = measure_mod.GpuMeasure(

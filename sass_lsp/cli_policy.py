@@ -152,7 +152,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     except AssembleError as exc:
         raise CliError(str(exc)) from exc
     net = load_net(job.policy)
-    search = partial(beam, policy_expander(arch, net=net, kernel=spec.kernel, seed=job.seed), text)
+    search = partial(beam, policy_expander(text, arch, net=net, kernel=spec.kernel, seed=job.seed), text)
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
         if not hello.ok:

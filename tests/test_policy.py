@@ -346,7 +346,7 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
         s = base / ReorderGame.from_text(t, arch).cost_original
         return Measured(schedule_key(t), "match", s, s - 1e-4, s + 1e-4, seconds=1.0)
 
-    log = beam(policy_expander(arch, net=net, max_moves=3), text, cost_model, budget=12.0, per_parent=3)
+    log = beam(policy_expander(text, arch, net=net, max_moves=3), text, cost_model, budget=12.0, per_parent=3)
     assert len(log.trials) == 12
     (k0,) = kernels_of(parse_cuasm(text)[0], sem)
     before = Counter(f.code for f in check_kernel(k0, sem))

@@ -13,6 +13,7 @@ import torch
 
 from sass_lsp.policy.model import PolicyNet, collate, compact
 from sass_lsp.policy.suggest import suggest
+from sass_lsp.schedule.canonical import OriginalOrders
 from sass_lsp.schedule.search import Candidate, apply_edits, game_candidate
 
 
@@ -71,15 +72,28 @@ def policy_candidates(
 
 
 def policy_expander(
-    arch: str, *, net: PolicyNet, kernel: str | None = None, seed: int = 0, first: int = 4, max_moves: int = 8
+    original: str,
+    arch: str,
+    *,
+    net: PolicyNet,
+    kernel: str | None = None,
+    seed: int = 0,
+    first: int = 4,
+    max_moves: int = 8,
 ) -> Callable[[str], Iterator[Candidate]]:
     """``expand`` for :func:`~sass_lsp.schedule.search.beam`: the policy's candidates from any schedule of
-    the kernel (its suggestions, then sampled rollouts), with fewer suggestions and shorter rollouts than
-    ``policy_candidates``' defaults, since the beam spreads its budget over several parents."""
+    ``original``'s kernel (its suggestions, then sampled rollouts), with fewer suggestions and shorter
+    rollouts than ``policy_candidates``' defaults, since the beam spreads its budget over several parents.
+    Candidates from an edited schedule are schedules of ``original`` (:mod:`sass_lsp.schedule.canonical`):
+    those no legal moves from ptxas's order reach are dropped, the rest repaired against ptxas's order."""
+    schedules = OriginalOrders(original, arch, kernel)
 
     def expand(text: str) -> Iterator[Candidate]:
-        return policy_candidates(
+        found = policy_candidates(
             text, arch, net=net, kernel=kernel, first=first, max_moves=max_moves, seed=seed
         )
+        if text == original:
+            return found
+        return (c for c in map(schedules.canonical, found) if c is not None)
 
     return expand

@@ -37,7 +37,8 @@ The model (conservative: a wrong move corrupts a kernel, a missed one only costs
 - Scoreboards: a variable-latency result without a W scoreboard is completed only by a younger op of its
   queue (hazards "in-order sharing"), so it keeps its order against its queue, and its readers stay after
   the younger ops that complete it. Producers on a scoreboard that some ``DEPBAR.LE SBn, k>0`` counts keep
-  their order.
+  their order. A late reader without R scoreboard whose sources' next writer came after a wait that
+  completes it (ptxas's guarantee that the sources were read) keeps that writer after that wait.
 - HGMMA registers (every GPR any HGMMA of the kernel touches) never cross an HGMMA.
 - ``@!PT LDS RZ, [RZ]`` placeholders (SASS009), the instruction before a run of them and the one after never
   move, and nothing is inserted among them. Likewise the instructions a fall-through predecessor's ``.reuse``
@@ -846,11 +847,41 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
         if f.mem is not None and f.rsb is None and f.late and not f.gmma:  # (a never-run op has no mem)
             later = read_sb_ops.get(f.queue, _NO_NODES)
             edges.add_after(i, later[bisect.bisect_right(later, i) :], EDGE_ORDER)
+    _completion_edges(facts, order, st)
     # DEPBAR.LE SBn, k > 0 (here or in a successor) counts the youngest k: keep their order.
     for sb in range(6):
         if ctx.keep_sbs >> sb & 1:
             chain = [j for j in producers if sb in (info[j].wsb, info[j].rsb)]
             order.extend(i * st + j for i, j in zip(chain, chain[1:], strict=False))
+
+
+def _completion_edges(facts: BlockFacts, order: list[int], st: int) -> None:
+    """A late reader without R scoreboard whose next writer (of one of its sources) came, in ptxas's order,
+    after a wait that completes the reader: the writer stays after that wait. A wait completes it when it is
+    on its W scoreboard, or on a scoreboard a younger op of its queue set (in-order queue). Without the edge a
+    move can put the writer first, and only the distance rule (``LATE_READ_CAP``) is left, which does not
+    bound a queue's delay: on the H200 `IADD3 R17` moved above the `STS [R34], R16` that waited on
+    `LDG R16, [R16.64]`'s SB4, 37 cycles after the LDG (ptxas: 32, behind the wait), and the kernel faulted
+    (sgemm_tiled, benchmarks/results/reorder_eval_h200_run18.log)."""
+    info = facts.info
+    for i in range(facts.start, facts.end):
+        f = info[i]
+        if not (f.variable or f.mem is not None) or f.rsb is not None or not f.late or f.gmma:
+            continue
+        completes = 0 if f.wsb is None else 1 << f.wsb
+        waited = None
+        for c in range(i + 1, facts.end):
+            g = info[c]
+            if waited is None and g.wait & completes:
+                waited = c
+            if g.defs & f.late:  # the next writer: after the completing wait, it stays after it
+                if waited is not None and waited < c:
+                    order.append(waited * st + c)
+                break
+            if waited is None and g.queue == f.queue:
+                for sb in (g.wsb, g.rsb):
+                    if sb is not None:
+                        completes |= 1 << sb
 
 
 def _gmma_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> None:

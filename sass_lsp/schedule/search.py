@@ -371,16 +371,26 @@ def greedy_candidates(text: str, arch: str, *, kernel: str | None = None, max_st
     yield from sorted(states, key=lambda c: -(c.predicted or 0.0))
 
 
-def neighbour(arch: str, kernel: str | None = None):
-    """``propose(text, rng)`` for :func:`annealing`: one random legal move away from ``text``."""
+def neighbour(original: str, arch: str, kernel: str | None = None, *, tries: int = 16):
+    """``propose(text, rng)`` for :func:`annealing`: one random legal move away from ``text``, a schedule of
+    ``original`` (:mod:`.canonical`: a move that no legal moves from ptxas's order reach is drawn again, up to
+    ``tries`` times; the control codes are repaired against ptxas's order)."""
+    from sass_lsp.schedule.canonical import OriginalOrders
     from sass_lsp.schedule.game import ReorderGame
+
+    schedules = OriginalOrders(original, arch, kernel)
 
     def propose(text: str, rng: random.Random) -> Candidate | None:
         game = ReorderGame.from_text(text, arch, kernel=kernel)
+        start = game.snapshot()
         n = len(game.candidates())
-        if not n:
-            return None
-        game.apply(rng.randrange(n))
-        return game_candidate(game, text, "annealing")
+        for _ in range(tries if n else 0):
+            game.restore(start)
+            game.apply(rng.randrange(n))
+            cand = game_candidate(game, text, "annealing")
+            cand = cand if text == original else schedules.canonical(cand)
+            if cand is not None:
+                return cand
+        return None
 
     return propose

@@ -634,7 +634,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             from sass_lsp.policy.candidates import policy_expander
             from sass_lsp.schedule.search import beam
 
-            expand = policy_expander(snap.arch, net=net, kernel=spec.kernel)
+            expand = policy_expander(text, snap.arch, net=net, kernel=spec.kernel)
             return optimize(partial(beam, expand, text), measure, budget, on_trial=on_trial)
 
         budget = ls.settings.optimizeBudgetS
