@@ -334,6 +334,7 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
     from sass_lsp.cuasm import parse_cuasm
     from sass_lsp.isa.semantics import load_semantics
     from sass_lsp.policy.candidates import policy_expander
+    from sass_lsp.schedule.canonical import OriginalOrders
     from sass_lsp.schedule.game import ReorderGame
     from sass_lsp.schedule.search import Measured, beam, schedule_key
 
@@ -352,6 +353,7 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
     before = Counter(f.code for f in check_kernel(k0, sem))
     texts = {t.candidate.key: t.candidate.text for t in log.trials}
     plain = sorted(n.text.replace(".reuse", "") for n in k0.nodes)
+    schedules = OriginalOrders(text, arch)
     children = 0
     for t in log.trials:
         (k1,) = kernels_of(parse_cuasm(t.candidate.text)[0], sem)
@@ -367,6 +369,8 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
         children += bool(parents)
         for p in parents:
             assert (p.result.low or 0) > 1.0 and p.candidate.key in texts
+        # a schedule of the original: its order reachable from ptxas's, repaired against ptxas's order
+        assert schedules.canonical(t.candidate) is t.candidate, t.candidate.moves
     assert children, f"{name}: no candidate was built on a schedule measured faster"
 
 
