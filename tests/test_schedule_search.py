@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
-from sass_lsp.schedule.search import Candidate, Measured, SearchLog, beam, schedule_key
+from sass_lsp.schedule.search import Candidate, Measured, SearchLog, annealing, beam, schedule_key
 
 
 def lines(moves: str) -> str:
@@ -81,3 +82,19 @@ def test_best_is_the_trial_surest_faster_not_the_fastest_screened() -> None:
         bare.add(Candidate(lines(moves), "test"), Measured("k", "match", speedup))
     assert moves_of(bare.best().candidate.text) == "aa"
     assert SearchLog(budget=1.0).best() is None
+
+
+def test_annealing_measures_each_schedule_once_and_ends_when_nothing_new_is_left() -> None:
+    """Neighbours: one letter more or one fewer, at most three: 15 schedules, 14 besides the original."""
+
+    def propose(text: str, rng: random.Random) -> Candidate:
+        m = moves_of(text)
+        m = m[:-1] if len(m) == 3 or (m and rng.random() < 0.4) else m + rng.choice("ab")
+        return Candidate(lines(m), "annealing", (m,))
+
+    log = annealing(propose, lines(""), measure, 100.0, random.Random(4), temperature=0.5, cooling=0.99)
+    keys = [t.candidate.key for t in log.trials]
+    assert len(keys) == len(set(keys)) and 0 < len(keys) <= 14
+    assert log.spent == len(keys) < 100.0  # ended by misses, with budget left: nothing was measured twice
+    best = log.best()
+    assert best is not None and moves_of(best.candidate.text) == "aaa"

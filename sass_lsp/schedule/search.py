@@ -164,26 +164,35 @@ def annealing(
     *,
     temperature: float = 0.01,
     cooling: float = 0.9,
+    max_misses: int = 50,
     on_trial: Callable[[Trial], None] | None = None,
 ) -> SearchLog:
     """Simulated annealing on measured speedup: ``propose(text, rng)`` returns a neighbour of ``text``.
 
     A neighbour is accepted if it is faster than the current schedule, or with probability
-    exp(Δspeedup / T); T shrinks by ``cooling`` after every trial. Rejected outputs are never accepted.
+    exp(Δspeedup / T); T shrinks by ``cooling`` after each neighbour judged. Rejected outputs are never
+    accepted. A neighbour measured before is judged on that measurement and costs no budget (run 18
+    measured one schedule four times); the search ends after ``max_misses`` proposals in a row that
+    measure nothing new.
     """
     log = SearchLog(budget)
     current, current_speed = original, 1.0
     t = temperature
+    measured: dict[str, Measured] = {schedule_key(original): Measured("", "match", 1.0)}
     misses = 0
-    while log.left > 0 and misses < 50:
+    while log.left > 0 and misses < max_misses:
         cand = propose(current, rng)
-        if cand is None:
+        res = measured.get(cand.key) if cand is not None else None
+        if cand is None or res is not None:
             misses += 1
+        else:
+            misses = 0
+            trial = log.add(cand, measure(cand.text))
+            if on_trial is not None:
+                on_trial(trial)
+            res = measured[cand.key] = trial.result
+        if cand is None or res is None:
             continue
-        trial = log.add(cand, measure(cand.text))
-        if on_trial is not None:
-            on_trial(trial)
-        res = trial.result
         if res.accepted:
             delta = (res.speedup or 0.0) - current_speed
             if delta > 0 or rng.random() < math.exp(delta / max(t, 1e-9)):
