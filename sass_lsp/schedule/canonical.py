@@ -13,7 +13,8 @@ instruction lines hold the original's instructions, each block in its own line r
 dropped); keeps it only if every dependence edge of the original keeps its direction (what any sequence of
 legal moves from ptxas's order keeps, and all it keeps) and fixed nodes, glued runs and the rest stay as
 they were; and writes it with the control codes and texts the repair gives that order against the original.
-Searches pass every candidate derived from an edited text through it."""
+The beam passes every candidate of an edited parent through it (annealing needs not: one game of the
+original plays its whole chain, :func:`sass_lsp.schedule.search.neighbour`)."""
 
 from __future__ import annotations
 

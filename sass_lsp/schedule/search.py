@@ -380,26 +380,30 @@ def greedy_candidates(text: str, arch: str, *, kernel: str | None = None, max_st
     yield from sorted(states, key=lambda c: -(c.predicted or 0.0))
 
 
-def neighbour(original: str, arch: str, kernel: str | None = None, *, tries: int = 16):
-    """``propose(text, rng)`` for :func:`annealing`: one random legal move away from ``text``, a schedule of
-    ``original`` (:mod:`.canonical`: a move that no legal moves from ptxas's order reach is drawn again, up to
-    ``tries`` times; the control codes are repaired against ptxas's order)."""
-    from sass_lsp.schedule.canonical import OriginalOrders
+def neighbour(original: str, arch: str, kernel: str | None = None):
+    """``propose(text, rng)`` for :func:`annealing`: one random legal move away from ``text``, the original or
+    the last schedule ``propose`` returned. One game of ``original`` plays the whole chain, so every move is
+    legal against ptxas's order and repaired against it (a game built from an edited text would take that
+    text for ptxas's: :mod:`.canonical`, run 18)."""
     from sass_lsp.schedule.game import ReorderGame
 
-    schedules = OriginalOrders(original, arch, kernel)
+    game = ReorderGame.from_text(original, arch, kernel=kernel)
+    states = {schedule_key(original): game.snapshot()}  # the current schedule and the last proposed
 
     def propose(text: str, rng: random.Random) -> Candidate | None:
-        game = ReorderGame.from_text(text, arch, kernel=kernel)
-        start = game.snapshot()
+        key = schedule_key(text)
+        if key not in states:
+            raise KeyError(f"schedule {key} is neither the original nor the last one proposed")
+        current = states[key]
+        states.clear()
+        states[key] = current
+        game.restore(current)
         n = len(game.candidates())
-        for _ in range(tries if n else 0):
-            game.restore(start)
-            game.apply(rng.randrange(n))
-            cand = game_candidate(game, text, "annealing")
-            cand = cand if text == original else schedules.canonical(cand)
-            if cand is not None:
-                return cand
-        return None
+        if not n:
+            return None
+        game.apply(rng.randrange(n))
+        cand = game_candidate(game, original, "annealing")
+        states[cand.key] = game.snapshot()
+        return cand
 
     return propose
