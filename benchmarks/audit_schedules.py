@@ -16,25 +16,18 @@ the checkout that runs it.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 from collections import Counter
 from pathlib import Path
 
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
+from sass_lsp.gpu.measure import read_log
 from sass_lsp.schedule.canonical import OriginalOrders
 from sass_lsp.schedule.search import Candidate, apply_edits
 
 
-def records(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
 def audit(path: Path) -> list[str]:
-    rows = records(path)
+    rows = read_log(path)
     models: dict[str, OriginalOrders] = {}
     originals: dict[str, str] = {}
     status: dict[tuple[str, str], str] = {}  # (kernel, key) -> "unreachable" / "as repaired" / "other ctrl"

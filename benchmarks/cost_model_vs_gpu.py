@@ -19,7 +19,7 @@ loads moved up, the change in mean load-to-first-use distance, in total stall cy
 instructions), fitted on every kernel but one and tested on that one (leave one kernel out), reported as
 the pooled Spearman of the held-out predictions.
 
-    python benchmarks/cost_model_vs_gpu.py LOG.jsonl [LOG.jsonl ...] [--arch sm_90] [--json OUT.json] [--fit]
+    python benchmarks/cost_model_vs_gpu.py LOG.jsonl[.gz] [LOG ...] [--arch sm_90] [--json OUT.json] [--fit]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sass_lsp.gpu.measure import read_log
 from sass_lsp.schedule.game import ReorderGame
 from sass_lsp.schedule.search import apply_edits
 
@@ -123,8 +124,7 @@ def pairs_from_logs(paths: list[Path], arch: str) -> dict[str, list[dict]]:
 
     seen: set[tuple[str, str]] = set()
     for path in paths:
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
+        for r in read_log(path):
             if r.get("kind") == "original":
                 originals[r["kernel"]] = r
                 continue

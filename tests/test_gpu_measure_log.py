@@ -3,6 +3,7 @@ text (a property test), and ``optimize``'s log on the fake GPU backend, record b
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sass_lsp.cuasm import write_cuasm
-from sass_lsp.gpu.measure import schedule_edits
+from sass_lsp.gpu.measure import read_log, schedule_edits
 from sass_lsp.gpu.optimize import output_path
 from sass_lsp.schedule.search import apply_edits, schedule_key
 
@@ -45,3 +46,15 @@ def test_optimize_log_rebuilds_each_measured_schedule(tmp_path: Path, monkeypatc
     for r in screened:
         assert r["edits"], r  # a candidate is never the original
         assert schedule_key(apply_edits(originals[0]["text"], r["edits"])) == r["key"]
+
+
+def test_a_log_reads_the_same_plain_and_gzipped(tmp_path: Path) -> None:
+    """benchmarks/results keeps the larger logs gzipped; the scripts read both through ``read_log``."""
+    rows = [
+        {"kind": "original", "kernel": "k", "text": "a\nb\n"},
+        {"kind": "screen", "key": "0f", "speedup": 1.01},
+    ]
+    plain, packed = tmp_path / "m.jsonl", tmp_path / "m.jsonl.gz"
+    plain.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert read_log(plain) == read_log(packed) == rows

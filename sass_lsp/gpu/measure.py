@@ -17,6 +17,7 @@ rebuilds every schedule it measured."""
 from __future__ import annotations
 
 import difflib
+import gzip
 import json
 import time
 from dataclasses import dataclass
@@ -138,6 +139,13 @@ class GpuMeasure:
         # One line per write, appended: a crash loses at most the line being written.
         with open(self.log_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, default=str) + "\n")
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """The records of a measurement log (``.jsonl``, or ``.jsonl.gz`` as kept in ``benchmarks/results``)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 def schedule_edits(original: str, candidate: str) -> list[LineEdit]:
