@@ -22,10 +22,10 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from sass_lsp.analysis.program import Kernel, kernels_of
-from sass_lsp.cuasm import parse_cuasm
+from sass_lsp.analysis.program import Kernel
 from sass_lsp.isa.semantics import load_semantics
 from sass_lsp.schedule.deps import BlockDeps, block_deps
+from sass_lsp.schedule.game import kernel_of_text
 from sass_lsp.schedule.repair import block_edit, repair_block, repaired_texts
 from sass_lsp.schedule.search import Candidate, apply_edits
 
@@ -43,12 +43,8 @@ class OriginalOrders:
         self.original = original
         self.lines = original.splitlines()
         self.sem = load_semantics(arch)
-        kernels = kernels_of(parse_cuasm(original)[0], self.sem)
-        if kernel is not None:
-            kernels = [k for k in kernels if k.name == kernel]
-        if not kernels:
-            raise ValueError(f"no kernel {kernel!r} in the text" if kernel else "no kernel in the text")
-        self.k: Kernel = max(kernels, key=lambda k: len(k.nodes))
+        self.k: Kernel = kernel_of_text(original, self.sem, kernel)  # the kernel the games play
+        self._slots: dict[int, dict[str, list[int]]] = {}  # block -> instruction identity -> its nodes
 
     def orders(self, text: str) -> dict[int, tuple[int, ...]] | None:
         """The original's blocks whose order ``text`` changes, as node orders; None when ``text`` is not a
@@ -62,9 +58,7 @@ class OriginalOrders:
             slots = nodes[b.start : b.end]
             if all(lines[nd.line - 1] == self.lines[nd.line - 1] for nd in slots):
                 continue
-            free: dict[str, list[int]] = {}
-            for nd in reversed(slots):  # popped from the end: duplicates keep their ptxas order
-                free.setdefault(_identity(nd.text), []).append(nd.idx)
+            free = {ident: list(idxs) for ident, idxs in self._identities(b.idx).items()}
             order = []
             for nd in slots:
                 got = _instruction_text(lines[nd.line - 1])
@@ -75,6 +69,17 @@ class OriginalOrders:
             if order != list(range(b.start, b.end)):
                 out[b.idx] = tuple(order)
         return out
+
+    def _identities(self, block: int) -> dict[str, list[int]]:
+        """The block's nodes per instruction identity, last first (popped from the end: duplicates keep
+        their ptxas order); made once per block."""
+        got = self._slots.get(block)
+        if got is None:
+            b = self.k.blocks[block]
+            got = self._slots[block] = {}
+            for nd in reversed(self.k.nodes[b.start : b.end]):
+                got.setdefault(_identity(nd.text), []).append(nd.idx)
+        return got
 
     def canonical(self, cand: Candidate) -> Candidate | None:
         """``cand`` as a schedule of the original (control codes and texts repaired against it), or None

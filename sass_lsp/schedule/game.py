@@ -119,12 +119,7 @@ class ReorderGame(gym.Env):
     @classmethod
     def from_text(cls, text: str, arch: str, kernel: str | None = None, **kw: Any) -> ReorderGame:
         sem = load_semantics(arch)
-        kernels = kernels_of(parse_cuasm(text)[0], sem)
-        if kernel is not None:
-            kernels = [k for k in kernels if k.name == kernel]
-        if not kernels:
-            raise ValueError(f"no kernel {kernel!r} in the text" if kernel else "no kernel in the text")
-        return cls(max(kernels, key=lambda k: len(k.nodes)), sem, **kw)
+        return cls(kernel_of_text(text, sem, kernel), sem, **kw)
 
     # ------------------------------------------------------------------------------------ state
 
@@ -370,6 +365,16 @@ class ReorderGame(gym.Env):
         self._set(Snapshot(s.blocks, s.window, s.cost, s.timing, s.steps + 1, s.moves, s.done))
         reward = (before - after) / self.cost_original if self.cost_original else 0.0
         return self._obs(), float(reward), False, s.steps + 1 >= self.max_steps, self._info()
+
+
+def kernel_of_text(text: str, sem: Semantics, kernel: str | None = None) -> Kernel:
+    """The kernel named ``kernel`` in a ``.cuasm`` text, or (None) its largest: the one a game plays."""
+    kernels = kernels_of(parse_cuasm(text)[0], sem)
+    if kernel is not None:
+        kernels = [k for k in kernels if k.name == kernel]
+    if not kernels:
+        raise ValueError(f"no kernel {kernel!r} in the text" if kernel else "no kernel in the text")
+    return max(kernels, key=lambda k: len(k.nodes))
 
 
 def _repaired(nd: Node, ctrl: Ctrl, text: str, sem: Semantics) -> Node:

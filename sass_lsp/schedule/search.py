@@ -182,17 +182,18 @@ def annealing(
     misses = 0
     while log.left > 0 and misses < max_misses:
         cand = propose(current, rng)
-        res = measured.get(cand.key) if cand is not None else None
-        if cand is None or res is not None:
+        if cand is None:
             misses += 1
-        else:
+            continue
+        res = measured.get(cand.key)
+        if res is None:
             misses = 0
             trial = log.add(cand, measure(cand.text))
             if on_trial is not None:
                 on_trial(trial)
             res = measured[cand.key] = trial.result
-        if cand is None or res is None:
-            continue
+        else:
+            misses += 1
         if res.accepted:
             delta = (res.speedup or 0.0) - current_speed
             if delta > 0 or rng.random() < math.exp(delta / max(t, 1e-9)):
