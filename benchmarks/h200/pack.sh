@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Here (not on the H200): fill .whl/ with what the H200's image lacks, for `run(..., carry=[".whl"])`.
+# The image has torch, numpy, rich, safetensors, pytest, hypothesis and cuda-python; it lacks the LSP stack,
+# gymnasium and pyelftools, and it cannot reach a registry. Its python3 is 3.12, so sass_lsp runs there as
+# pure Python (SASS_LSP_PURE=1). The sm_90 corpus beside the checkout does not travel, so it is copied too.
+set -euo pipefail
+cd "$(git rev-parse --show-toplevel)"
+grep -qx '/.whl/' .git/info/exclude || echo '/.whl/' >> .git/info/exclude
+mkdir -p .whl
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_17_x86_64 -d .whl \
+    attrs cattrs lsprotocol==2025.0.0 pygls farama-notifications gymnasium pyelftools pytest-asyncio pytest-lsp
+cp benchmarks/h200/setup.sh benchmarks/h200/eval.sh .whl/
+rm -rf .whl/corpus && cp -r ../shared/corpus/sm_90 .whl/corpus
+du -sh .whl
