@@ -12,7 +12,8 @@ method whose best candidate is not verified faster keeps the original (speedup 1
 Methods: ``ptxas`` (the original), ``random`` (random legal moves), ``greedy`` (hill climbing on the
 static cost model), ``annealing`` (simulated annealing on measured GPU time), ``policy`` (the policy's
 rollouts, screened in order), ``beam`` (the policy expanding the original and the schedules measured surest
-faster so far, ``search.beam``: the policy guided by the GPU's measurements).
+faster so far, ``search.beam``: the policy guided by the GPU's measurements), ``policy_annealing``
+(annealing's walk on GPU time with each move drawn from the policy instead of uniformly).
 
     python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json
 
@@ -52,7 +53,7 @@ from sass_lsp.schedule.search import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ("random", "greedy", "annealing", "policy", "beam")
+METHODS = ("random", "greedy", "annealing", "policy", "beam", "policy_annealing")
 
 
 def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, object]]:
@@ -89,6 +90,11 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
         from sass_lsp.policy.candidates import policy_candidates  # torch: only when the policy runs
 
         return partial(screen, policy_candidates(text, arch, net=net, kernel=kernel))
+    if method == "policy_annealing":
+        from sass_lsp.policy.candidates import policy_pick
+
+        propose = neighbour(text, arch, kernel, pick=policy_pick(net), source="policy")
+        return partial(annealing, propose, text, rng=rng)
     if method == "beam":
         from sass_lsp.policy.candidates import policy_expander
 
@@ -122,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     from sass_lsp.policy.train import MODEL_CARD
 
     names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
-    net = load_policy(args.policy) if {"policy", "beam"} & set(args.methods) else None
+    net = load_policy(args.policy) if {"policy", "beam", "policy_annealing"} & set(args.methods) else None
     rows = []
     t_start = time.time()
     with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:

@@ -374,6 +374,62 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
     assert children, f"{name}: no candidate was built on a schedule measured faster"
 
 
+def test_policy_annealing_walks_where_the_policy_points_and_stays_a_schedule_of_the_original():
+    """``neighbour(pick=policy_pick(net))``: each move is drawn from the policy's distribution over the
+    current schedule's legal moves (nearly always its favourite at a low temperature), every schedule the
+    walk measures, restarts included, is a reachable, hazard-free schedule of the original."""
+    pytest.importorskip("sass_lsp.schedule.game")
+    import random
+
+    from sass_lsp.analysis.check import check_kernel
+    from sass_lsp.analysis.program import kernels_of
+    from sass_lsp.cuasm import parse_cuasm
+    from sass_lsp.isa.semantics import load_semantics
+    from sass_lsp.policy.candidates import policy_pick
+    from sass_lsp.policy.model import collate, compact
+    from sass_lsp.schedule.canonical import OriginalOrders
+    from sass_lsp.schedule.game import ReorderGame
+    from sass_lsp.schedule.search import Measured, annealing, neighbour, schedule_key
+
+    sem = load_semantics("sm_90")
+    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
+
+    game = ReorderGame.from_text(text, arch)
+    n = len(game.candidates())
+    with torch.inference_mode():
+        logits, _ = net(collate([compact(game.observation())]))
+    favourite = int(logits[0, :n].argmax())
+    cold, rng = policy_pick(net, temperature=1e-3), random.Random(0)
+    assert Counter(cold(game, rng) for _ in range(20)) == {favourite: 20}
+    warm = Counter(policy_pick(net)(game, rng) for _ in range(200))
+    assert len(warm) > 1 and warm.most_common(1)[0][0] == favourite  # sampled, not argmax
+
+    base = game.cost_original
+
+    def cost_model(t: str) -> Measured:
+        s = base / ReorderGame.from_text(t, arch).cost_original
+        return Measured(schedule_key(t), "match", s, s - 1e-4, s + 1e-4, seconds=1.0)
+
+    walk = neighbour(text, arch, pick=policy_pick(net, temperature=0.2), source="policy")
+    proposed: list[str] = []
+
+    def propose(t: str, r: random.Random):  # noqa: ANN202
+        proposed.append(schedule_key(t))
+        return walk(t, r)
+
+    log = annealing(propose, text, cost_model, 15.0, random.Random(1), max_misses=2)
+    assert len(log.trials) == 15 and {t.candidate.source for t in log.trials} == {"policy"}
+    assert len(proposed) > 15 and proposed.count(schedule_key(text)) > 1  # it was stuck, and restarted
+    (k0,) = kernels_of(parse_cuasm(text)[0], sem)
+    before = Counter(f.code for f in check_kernel(k0, sem))
+    schedules = OriginalOrders(text, arch)
+    for t in log.trials:
+        assert schedules.canonical(t.candidate) is t.candidate, t.candidate.moves
+        (k1,) = kernels_of(parse_cuasm(t.candidate.text)[0], sem)
+        assert not Counter(f.code for f in check_kernel(k1, sem)) - before, t.candidate.moves
+
+
 def test_policy_loads_for_suggestions_with_torch_threads_capped_but_never_raised():
     """A serving process runs the small policy on at most INTERACTIVE_THREADS threads, set before the load
     (16 made fma_2k's first request on the H200 host 320 ms, 4 made it 173); a lower count stays."""

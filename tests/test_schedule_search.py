@@ -98,3 +98,25 @@ def test_annealing_measures_each_schedule_once_and_ends_when_nothing_new_is_left
     assert log.spent == len(keys) < 100.0  # ended by misses, with budget left: nothing was measured twice
     best = log.best()
     assert best is not None and moves_of(best.candidate.text) == "aaa"
+
+
+def test_annealing_restarts_a_stuck_walk_instead_of_ending_with_budget_left() -> None:
+    """Runs 19 and 21 ended at a local optimum whose neighbours were all measured, half their budget left
+    (``max_restarts=0`` is that search). With restarts every walk measures more, never one schedule
+    twice, and keeps the best."""
+
+    def propose(text: str, rng: random.Random) -> Candidate:
+        m = moves_of(text)
+        m = m[:-1] if len(m) == 4 or (m and rng.random() < 0.25) else m + rng.choice("ab")
+        return Candidate(lines(m), "annealing", (m,))
+
+    for seed in range(10):
+        stopped = annealing(
+            propose, lines(""), measure, 25.0, random.Random(seed), max_misses=20, max_restarts=0
+        )
+        log = annealing(propose, lines(""), measure, 25.0, random.Random(seed), max_misses=20)
+        keys = [t.candidate.key for t in log.trials]
+        assert len(keys) == len(set(keys)) == log.spent <= 25.0
+        assert stopped.spent < log.spent
+        best = log.best()
+        assert best is not None and moves_of(best.candidate.text) == "aaaa"

@@ -7,7 +7,9 @@ loop never spins on a kernel the policy cannot change. Every candidate is a haza
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -15,6 +17,9 @@ from sass_lsp.policy.model import PolicyNet, collate, compact
 from sass_lsp.policy.suggest import suggest
 from sass_lsp.schedule.canonical import OriginalOrders
 from sass_lsp.schedule.search import Candidate, apply_edits, game_candidate
+
+if TYPE_CHECKING:
+    from sass_lsp.schedule.game import ReorderGame  # imports gymnasium: kept off import
 
 
 def policy_candidates(
@@ -97,3 +102,19 @@ def policy_expander(
         return (c for c in map(schedules.canonical, found) if c is not None)
 
     return expand
+
+
+def policy_pick(net: PolicyNet, temperature: float = 1.0) -> Callable[[ReorderGame, random.Random], int]:
+    """``pick`` for :func:`~sass_lsp.schedule.search.neighbour`: a legal move drawn from the policy's
+    distribution over the current schedule's moves (its stop action left out), so annealing on GPU time
+    walks where the policy points instead of uniformly."""
+    net.eval()
+
+    def pick(game: ReorderGame, rng: random.Random) -> int:
+        n = len(game.candidates())
+        with torch.inference_mode():
+            logits, _ = net(collate([compact(game.observation())]))
+        weights = torch.softmax(logits[0, :n] / temperature, dim=0).tolist()
+        return rng.choices(range(n), weights=weights)[0]
+
+    return pick

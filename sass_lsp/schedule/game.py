@@ -297,6 +297,10 @@ class ReorderGame(gym.Env):
 
     # ------------------------------------------------------------------------------------ gym API
 
+    def observation(self) -> dict[str, np.ndarray]:
+        """The current state as the policy sees it (what ``step`` and ``reset`` return)."""
+        return self._obs()
+
     def _obs(self) -> dict[str, np.ndarray]:
         snap = self._snap
         nodes = self.region_nodes()

@@ -165,6 +165,7 @@ def annealing(
     temperature: float = 0.01,
     cooling: float = 0.9,
     max_misses: int = 50,
+    max_restarts: int = 8,
     on_trial: Callable[[Trial], None] | None = None,
 ) -> SearchLog:
     """Simulated annealing on measured speedup: ``propose(text, rng)`` returns a neighbour of ``text``.
@@ -172,22 +173,36 @@ def annealing(
     A neighbour is accepted if it is faster than the current schedule, or with probability
     exp(Δspeedup / T); T shrinks by ``cooling`` after each neighbour judged. Rejected outputs are never
     accepted. A neighbour measured before is judged on that measurement and costs no budget (run 18
-    measured one schedule four times); the search ends after ``max_misses`` proposals in a row that
-    measure nothing new.
+    measured one schedule four times). After ``max_misses`` proposals in a row that measure nothing new the
+    search is stuck (T has cooled to a greedy walk whose neighbours are all measured: runs 19 and 21 stopped
+    so with half their budget left). It then restarts with T reset, alternately from the schedule measured
+    surest faster and from the original, and ends after ``max_restarts`` restarts in a row that measure
+    nothing new (the neighbourhoods it can reach are measured).
     """
     log = SearchLog(budget)
     current, current_speed = original, 1.0
     t = temperature
     measured: dict[str, Measured] = {schedule_key(original): Measured("", "match", 1.0)}
     misses = 0
-    while log.left > 0 and misses < max_misses:
+    idle_restarts = 0  # restarts in a row that have measured nothing new yet
+    while log.left > 0:
+        if misses >= max_misses:
+            if idle_restarts == max_restarts:
+                break
+            best = log.best()
+            if idle_restarts % 2 == 0 and best is not None and (best.result.speedup or 0.0) > 1.0:
+                current, current_speed = best.candidate.text, best.result.speedup or 0.0
+            else:
+                current, current_speed = original, 1.0
+            t, misses = temperature, 0
+            idle_restarts += 1
         cand = propose(current, rng)
         if cand is None:
             misses += 1
             continue
         res = measured.get(cand.key)
         if res is None:
-            misses = 0
+            misses = idle_restarts = 0
             trial = log.add(cand, measure(cand.text))
             if on_trial is not None:
                 on_trial(trial)
@@ -381,30 +396,35 @@ def greedy_candidates(text: str, arch: str, *, kernel: str | None = None, max_st
     yield from sorted(states, key=lambda c: -(c.predicted or 0.0))
 
 
-def neighbour(original: str, arch: str, kernel: str | None = None):
-    """``propose(text, rng)`` for :func:`annealing`: one random legal move away from ``text``, the original or
-    the last schedule ``propose`` returned. One game of ``original`` plays the whole chain, so every move is
-    legal against ptxas's order and repaired against it (a game built from an edited text would take that
-    text for ptxas's: :mod:`.canonical`, run 18)."""
+def neighbour(
+    original: str,
+    arch: str,
+    kernel: str | None = None,
+    pick: Callable[[Any, random.Random], int] | None = None,
+    source: str = "annealing",
+):
+    """``propose(text, rng)`` for :func:`annealing`: one legal move away from ``text``, a schedule
+    ``propose`` returned before (or the original). One game of ``original`` plays every chain, so every
+    move is legal against ptxas's order and repaired against it (a game built from an edited text would
+    take that text for ptxas's: :mod:`.canonical`, run 18). ``pick(game, rng)`` chooses the move, a row of
+    ``game.candidates()``: uniformly by default, the policy's distribution in
+    :func:`sass_lsp.policy.candidates.policy_pick`."""
     from sass_lsp.schedule.game import ReorderGame
 
     game = ReorderGame.from_text(original, arch, kernel=kernel)
-    states = {schedule_key(original): game.snapshot()}  # the current schedule and the last proposed
+    states = {schedule_key(original): game.snapshot()}  # every schedule proposed: annealing restarts
 
     def propose(text: str, rng: random.Random) -> Candidate | None:
         key = schedule_key(text)
         if key not in states:
-            raise KeyError(f"schedule {key} is neither the original nor the last one proposed")
-        current = states[key]
-        states.clear()
-        states[key] = current
-        game.restore(current)
+            raise KeyError(f"schedule {key} is neither the original nor one proposed before")
+        game.restore(states[key])
         n = len(game.candidates())
         if not n:
             return None
-        game.apply(rng.randrange(n))
-        cand = game_candidate(game, original, "annealing")
-        states[cand.key] = game.snapshot()
+        game.apply(rng.randrange(n) if pick is None else pick(game, rng))
+        cand = game_candidate(game, original, source)
+        states.setdefault(cand.key, game.snapshot())
         return cand
 
     return propose
