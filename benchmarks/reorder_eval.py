@@ -45,7 +45,6 @@ from sass_lsp.gpu.measure import GpuMeasure
 from sass_lsp.gpu.optimize import Search, optimize
 from sass_lsp.schedule.search import (
     annealing,
-    beam,
     greedy_candidates,
     neighbour,
     random_candidates,
@@ -90,15 +89,10 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
         from sass_lsp.policy.candidates import policy_candidates  # torch: only when the policy runs
 
         return partial(screen, policy_candidates(text, arch, net=net, kernel=kernel))
-    if method == "policy_annealing":
-        from sass_lsp.policy.candidates import policy_pick
+    if method in ("beam", "policy_annealing"):
+        from sass_lsp.policy.candidates import policy_search
 
-        propose = neighbour(text, arch, kernel, pick=policy_pick(net), source="policy")
-        return partial(annealing, propose, text, rng=rng)
-    if method == "beam":
-        from sass_lsp.policy.candidates import policy_expander
-
-        return partial(beam, policy_expander(text, arch, net=net, kernel=kernel, seed=seed), text)
+        return policy_search(method, text, arch, net=net, kernel=kernel, seed=seed)
     raise ValueError(method)
 
 

@@ -9,7 +9,6 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from sass_lsp.cli import CliError
@@ -98,6 +97,7 @@ class OptimizeJob:
     out_stem: Path
     policy: Path | None
     seed: int
+    search: str = "beam"  # policy.candidates.SEARCHES
 
 
 def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
@@ -121,6 +121,7 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
             args.out or cuasm.with_name(cuasm.stem + ".optimized"),
             args.policy,
             args.seed,
+            args.search,
         )
         for cuasm, launch in zip(args.cuasm, launches, strict=True)
     ]
@@ -139,8 +140,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     from sass_lsp.gpu import GpuRunner, SpecError, load_spec
     from sass_lsp.gpu.measure import GpuMeasure
     from sass_lsp.gpu.optimize import optimize, output_path, report_dict, write_outputs
-    from sass_lsp.policy.candidates import policy_expander
-    from sass_lsp.schedule.search import beam
+    from sass_lsp.policy.candidates import policy_search
 
     text, arch = _text_and_arch(job.cuasm)
     try:
@@ -152,7 +152,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     except AssembleError as exc:
         raise CliError(str(exc)) from exc
     net = load_net(job.policy)
-    search = partial(beam, policy_expander(text, arch, net=net, kernel=spec.kernel, seed=job.seed), text)
+    search = policy_search(job.search, text, arch, net=net, kernel=spec.kernel, seed=job.seed)
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
         if not hello.ok:
@@ -469,6 +469,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else start one here)")
     p.add_argument("--policy", type=Path)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--search",
+        choices=("beam", "policy_annealing"),
+        default="beam",
+        help="beam: the policy expands the schedules measured surest faster (default); policy_annealing: "
+        "annealing on GPU time, each move drawn from the policy",
+    )
     p.set_defaults(func=cmd_optimize)
 
     root = Path(__file__).resolve().parents[1]

@@ -26,7 +26,10 @@ def test_schedule_edits_rebuild_the_candidate(a: list[str], b: list[str]) -> Non
     assert apply_edits(original, schedule_edits(original, candidate)) == candidate
 
 
-def test_optimize_log_rebuilds_each_measured_schedule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("search", ["beam", "policy_annealing"])
+def test_optimize_log_rebuilds_each_measured_schedule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, search: str
+):
     pytest.importorskip("torch")
     from sass_lsp.cli_policy import OptimizeJob, optimize_one
 
@@ -34,7 +37,9 @@ def test_optimize_log_rebuilds_each_measured_schedule(tmp_path: Path, monkeypatc
     text = write_cuasm((EXAMPLES / "triton_add.cubin").read_bytes(), source_name="triton_add.cubin")
     (tmp_path / "k.cuasm").write_text(text)
     (tmp_path / "k.launch.toml").write_text((EXAMPLES / "triton_add.launch.toml").read_text())
-    job = OptimizeJob(tmp_path / "k.cuasm", tmp_path / "k.launch.toml", 0.005, tmp_path / "k.opt", None, 0)
+    job = OptimizeJob(
+        tmp_path / "k.cuasm", tmp_path / "k.launch.toml", 0.005, tmp_path / "k.opt", None, 0, search
+    )
     summary = optimize_one(job)
     log = output_path(job.out_stem, ".measurements.jsonl")
     records = [json.loads(x) for x in log.read_text().splitlines()]
@@ -58,3 +63,18 @@ def test_a_log_reads_the_same_plain_and_gzipped(tmp_path: Path) -> None:
     plain.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert read_log(plain) == read_log(packed) == rows
+
+
+def test_optimize_offers_exactly_the_policy_s_searches() -> None:
+    pytest.importorskip("torch")
+    from sass_lsp.cli import build_parser
+    from sass_lsp.policy.candidates import SEARCHES, policy_search
+
+    args = build_parser().parse_args(["optimize", "k.cuasm"])
+    assert args.search == "beam"
+    for name in SEARCHES:
+        assert build_parser().parse_args(["optimize", "k.cuasm", "--search", name]).search == name
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["optimize", "k.cuasm", "--search", "annealing"])
+    with pytest.raises(ValueError, match="unknown search"):
+        policy_search("annealing", "", "sm_90", net=None)  # type: ignore[arg-type]

@@ -3,12 +3,16 @@ greedy rollout and top first moves, best predicted first), then endless rollouts
 at a temperature, each contributing its best-predicted prefix (or, where no prefix is predicted faster,
 the whole rollout). It ends after ``max_stale`` rollouts in a row that add no new candidate, so a screening
 loop never spins on a kernel the policy cannot change. Every candidate is a hazard-free game state.
+
+The searches ``optimize`` runs on the GPU (:func:`policy_search`) build on these: the beam expands measured
+schedules with :func:`policy_expander`; the policy's annealing walk draws each move with :func:`policy_pick`.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
@@ -16,7 +20,15 @@ import torch
 from sass_lsp.policy.model import PolicyNet, collate, compact
 from sass_lsp.policy.suggest import suggest
 from sass_lsp.schedule.canonical import OriginalOrders
-from sass_lsp.schedule.search import Candidate, apply_edits, game_candidate
+from sass_lsp.schedule.search import (
+    Candidate,
+    SearchLog,
+    annealing,
+    apply_edits,
+    beam,
+    game_candidate,
+    neighbour,
+)
 
 if TYPE_CHECKING:
     from sass_lsp.schedule.game import ReorderGame  # imports gymnasium: kept off import
@@ -118,3 +130,20 @@ def policy_pick(net: PolicyNet, temperature: float = 1.0) -> Callable[[ReorderGa
         return rng.choices(range(n), weights=weights)[0]
 
     return pick
+
+
+SEARCHES = ("beam", "policy_annealing")  # ``optimize --search``; the evaluation's policy-guided methods
+
+
+def policy_search(
+    name: str, original: str, arch: str, *, net: PolicyNet, kernel: str | None = None, seed: int = 0
+) -> Callable[..., SearchLog]:
+    """A policy-guided search over GPU measurements, ``(measure, budget, on_trial=...) -> SearchLog``:
+    ``beam`` (the policy expanding the schedules measured surest faster) or ``policy_annealing``
+    (annealing's walk with each move drawn from the policy)."""
+    if name == "beam":
+        return partial(beam, policy_expander(original, arch, net=net, kernel=kernel, seed=seed), original)
+    if name == "policy_annealing":
+        walk = neighbour(original, arch, kernel, pick=policy_pick(net), source="policy")
+        return partial(annealing, walk, original, rng=random.Random(seed))
+    raise ValueError(f"unknown search {name!r} (one of {', '.join(SEARCHES)})")

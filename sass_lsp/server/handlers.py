@@ -10,7 +10,6 @@ import logging
 import os
 import time
 import uuid
-from functools import partial
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -631,11 +630,10 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             loop.call_soon_threadsafe(report, done)
 
         def run() -> object:
-            from sass_lsp.policy.candidates import policy_expander
-            from sass_lsp.schedule.search import beam
+            from sass_lsp.policy.candidates import policy_search
 
-            expand = policy_expander(text, snap.arch, net=net, kernel=spec.kernel)
-            return optimize(partial(beam, expand, text), measure, budget, on_trial=on_trial)
+            search = policy_search("beam", text, snap.arch, net=net, kernel=spec.kernel)
+            return optimize(search, measure, budget, on_trial=on_trial)
 
         budget = ls.settings.optimizeBudgetS
         async with prog as cancelled:
