@@ -4,5 +4,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD SASS_LSP_PURE=1 SASS_LSP_CORPUS=$PWD/.whl/corpus PYTHONUNBUFFERED=1
 export OMP_NUM_THREADS=4  # the search's CPU side (policy, assembly) shares the host with the worker
 mkdir -p "$OUT"
-{ lscpu | grep 'Model name'; uptime; git log --oneline -1 2>/dev/null; } > "$OUT/host.txt"
+# The tree's own digest, not `git log`: the copy's .git there is not the tree's (stop 19's said 8112530 for a725e93).
+{ lscpu | grep 'Model name'; uptime; find sass_lsp benchmarks -name '*.py' | sort | xargs md5sum | md5sum; } \
+    > "$OUT/host.txt"
 nvidia-smi --query-gpu=name,clocks.current.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$OUT/smi.txt"
