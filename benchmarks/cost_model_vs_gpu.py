@@ -173,7 +173,7 @@ def leave_one_kernel_out(per_kernel: dict[str, list[dict]], keys: tuple[str, ...
         train = [r for k, rs in per_kernel.items() if k != name for r in rs]
         x = np.array([[r["features"][f] for f in keys] for r in train])
         y = np.array([math.log(r["measured"]) for r in train])
-        scale = x.std(0) + 1e-12
+        scale = np.where(x.std(0) > 0, x.std(0), 1.0)  # a constant feature (triton_matmul's prediction) stays 0
         w = np.linalg.solve((x / scale).T @ (x / scale) + lam * np.eye(len(keys)), (x / scale).T @ y)
         p = list(np.array([[r["features"][f] for f in keys] for r in rows]) / scale @ w)
         m = [r["measured"] for r in rows]
@@ -213,14 +213,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     fits = []
     if args.fit:
-        print(
-            "\nFitted on all kernels but one, tested on that one (pooled Spearman of held-out predictions):"
-        )
+        names = sorted(per_kernel)
+        print("\nFitted on all kernels but one, tested on that one (Spearman of the held-out predictions):")
+        print(f"  {'features':50s} {'pooled':>7s} " + " ".join(f"{k[:14]:>14s}" for k in names))
         for n in range(1, len(FEATURES) + 1):
             fits.append(leave_one_kernel_out(per_kernel, FEATURES[:n]))
         fits.append(leave_one_kernel_out(per_kernel, FEATURES[1:]))
         for fit in fits:
-            print(f"  {' + '.join(fit['keys']):50s} {fmt(fit['pooled'])}")
+            held = " ".join(f"{fmt(fit['per_kernel'][k]):>14s}" for k in names)
+            print(f"  {' + '.join(fit['keys']):50s} {fmt(fit['pooled']):>7s} {held}")
     if args.json:
         args.json.write_text(json.dumps({"summary": table, "pairs": per_kernel, "fits": fits}, indent=2))
     return 0
