@@ -76,6 +76,16 @@ def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, ob
     return out
 
 
+def load_kernel(name: str) -> tuple[str, bytes, object]:
+    """One held-out kernel as the evaluation loads it: (its ``.cuasm`` text, cubin, launch spec)."""
+    with tempfile.TemporaryDirectory() as work:
+        found = load_kernels([name], Path(work))
+    if not found:
+        raise SystemExit(f"{name}: not in benchmarks/kernels nor the corpus (SASS_LSP_CORPUS)")
+    _name, _origin, cubin, spec = found[0]
+    return write_cuasm(cubin, source_name=name), cubin, spec
+
+
 def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -> Search:  # noqa: ANN001
     """The method's search, bound to its proposer: ``(measure, budget, on_trial=...) -> SearchLog``."""
     rng = random.Random(seed)

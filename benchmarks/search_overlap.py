@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reorder_eval import load_kernels  # the held-out kernels as the evaluation loads them
+from reorder_eval import load_kernel  # a held-out kernel as the evaluation loads it
 
-from sass_lsp.cuasm import parse_cuasm, write_cuasm
+from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.gpu import measure as measure_mod
 from sass_lsp.gpu.runner import Reply
@@ -163,12 +163,7 @@ def one(name: str, mode: str, args: argparse.Namespace) -> None:
         real = cands.suggest
         cands.suggest = lambda *a, **k: real(*a, **{**k, "time_budget_s": None})
     net = load_policy(args.policy)
-    with tempfile.TemporaryDirectory() as work:
-        found = load_kernels([name], Path(work))
-    if not found:
-        raise SystemExit(f"{name}: not in benchmarks/kernels nor the corpus (SASS_LSP_CORPUS)")
-    _name, _origin, cubin, spec = found[0]
-    text = write_cuasm(cubin, source_name=name)
+    text, cubin, spec = load_kernel(name)
     log, wall, timers, records = run(name, text, cubin, spec, net, args, mode == "overlapped")
     for r in records:
         r.pop("seconds", None)  # the stand-in's sleeps, to the microsecond

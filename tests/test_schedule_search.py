@@ -120,3 +120,22 @@ def test_annealing_restarts_a_stuck_walk_instead_of_ending_with_budget_left() ->
         assert stopped.spent < log.spent
         best = log.best()
         assert best is not None and moves_of(best.candidate.text) == "aaaa"
+
+
+def test_a_candidate_keeps_its_text_packed_and_gives_it_back_exactly() -> None:
+    import pickle
+    from pathlib import Path
+
+    import sass_lsp
+    from sass_lsp.cuasm import write_cuasm
+
+    text = write_cuasm((Path(sass_lsp.__file__).parent / "examples/triton_add.cubin").read_bytes())
+    cand = Candidate(text, "annealing", ("node 3: 4 -> 2",), 1.01)
+    assert cand.text == text and cand.key == schedule_key(text)
+    assert len(cand.packed) * 4 < len(text.encode())  # what a search holds per measured candidate
+    moved = cand.with_moves(("node 1: 2 -> 0", *cand.moves))
+    assert moved.text == text and moved.key == cand.key and moved.packed is cand.packed
+    assert moved.moves == ("node 1: 2 -> 0", "node 3: 4 -> 2") and cand.moves == ("node 3: 4 -> 2",)
+    again = pickle.loads(pickle.dumps(moved))  # Ray's fan-out ships candidates between processes
+    assert again == moved and again.text == text and again.key == cand.key
+    assert cand == Candidate(text, "annealing", ("node 3: 4 -> 2",), 1.01) != moved

@@ -18,7 +18,6 @@ original plays its whole chain, :func:`sass_lsp.schedule.search.neighbour`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -95,7 +94,7 @@ class OriginalOrders:
             texts = repaired_texts(self.k, block, order, ctrls)
             edits.append(block_edit(self.lines, self.k, block, order, ctrls, texts))
         text = apply_edits(self.original, edits)
-        return cand if text == cand.text else dataclasses.replace(cand, text=text)
+        return cand if text == cand.text else Candidate(text, cand.source, cand.moves, cand.predicted)
 
 
 def reachable(order: Sequence[int], deps: BlockDeps) -> bool:

@@ -22,10 +22,12 @@ taken stays with its stream, and one made after the budget is spent is dropped."
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import random
 import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,16 +37,41 @@ from typing import Any
 _ADDRESS = re.compile(r"/\*[0-9a-fA-F]+\*/")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Candidate:
-    text: str
+    """A schedule to measure: its whole ``.cuasm`` text, kept zlib-compressed because a search holds every
+    candidate it measured (a 300 s walk ~1,200, 94-241 kB of text each: ``benchmarks/annealing_memory.py``).
+    """
+
+    packed: bytes  # zlib of the text; read it as ``text``
     source: str  # which strategy proposed it ("policy", "random", "greedy", "annealing")
     moves: tuple[str, ...] = ()
     predicted: float | None = None  # predicted speedup (cost model), when the proposer has one
 
-    @cached_property  # the searches ask often (seen sets, parents); the text never changes
+    def __init__(
+        self, text: str, source: str, moves: tuple[str, ...] = (), predicted: float | None = None
+    ) -> None:
+        object.__setattr__(self, "packed", zlib.compress(text.encode(), 1))  # ~1 ms for 241 kB, 6.5x smaller
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "moves", moves)
+        object.__setattr__(self, "predicted", predicted)
+        self.__dict__["key"] = schedule_key(text)  # the searches ask often (seen sets, parents)
+
+    @property
+    def text(self) -> str:
+        return zlib.decompress(self.packed).decode()
+
+    @cached_property
     def key(self) -> str:
         return schedule_key(self.text)
+
+    def with_moves(self, moves: tuple[str, ...]) -> Candidate:
+        other = copy.copy(self)  # the packed text and key shared, not compressed again
+        object.__setattr__(other, "moves", moves)
+        return other
+
+    def __repr__(self) -> str:
+        return f"Candidate({self.key}, {self.source!r}, {len(self.moves)} moves, predicted={self.predicted})"
 
 
 @dataclass(frozen=True)
@@ -240,12 +267,11 @@ def beam(
     root = schedule_key(original)
     seen = {root}
     streams: dict[str, _Stream] = {}
-    text_of: dict[str, str] = {root: original}
-    moves_of: dict[str, tuple[str, ...]] = {root: ()}
+    measured_of: dict[str, Candidate] = {root: Candidate(original, "original")}  # parents' texts, packed
 
     def stream_of(parent: str) -> _Stream:
         if parent not in streams:
-            streams[parent] = _Stream(partial(expand, text_of[parent]))
+            streams[parent] = _Stream(partial(expand, measured_of[parent].text))
         return streams[parent]
 
     with _Ahead(overlap) as ahead:
@@ -264,8 +290,8 @@ def beam(
                         break
                     cand, prepared = got
                     seen.add(cand.key)
-                    cand = Candidate(cand.text, cand.source, moves_of[parent] + cand.moves, cand.predicted)
-                    text_of[cand.key], moves_of[cand.key] = cand.text, cand.moves
+                    cand = cand.with_moves(measured_of[parent].moves + cand.moves)
+                    measured_of[cand.key] = cand
                     taken += 1
                     # The loop's next pull if budget is left: this parent's stream again, the next parent's,
                     # or, the round over, the original's (every round starts with it).
