@@ -173,7 +173,8 @@ def leave_one_kernel_out(per_kernel: dict[str, list[dict]], keys: tuple[str, ...
         train = [r for k, rs in per_kernel.items() if k != name for r in rs]
         x = np.array([[r["features"][f] for f in keys] for r in train])
         y = np.array([math.log(r["measured"]) for r in train])
-        scale = np.where(x.std(0) > 0, x.std(0), 1.0)  # a constant feature (triton_matmul's prediction) stays 0
+        std = x.std(0)
+        scale = np.where(std > 0, std, 1.0)  # a constant feature (triton_matmul's prediction) stays 0
         w = np.linalg.solve((x / scale).T @ (x / scale) + lam * np.eye(len(keys)), (x / scale).T @ y)
         p = list(np.array([[r["features"][f] for f in keys] for r in rows]) / scale @ w)
         m = [r["measured"] for r in rows]
