@@ -4,10 +4,11 @@
 # The log (one JSON row + table), every measurement (.jsonl) and the rows' JSON come back under $OUT;
 # the call's 600 s limit leaves ~250 s of wall time beyond a 300 s budget for start-up and confirmation.
 set -uo pipefail
-source .whl/setup.sh || exit 1
+[ -n "${SASS_LSP_SETUP:-}" ] || source .whl/setup.sh || exit 1  # rows.sh has set up once for all rows
 timeout 560 python3 benchmarks/reorder_eval.py --kernels "$K" --methods "$M" --budget "${B:-300}" \
     --log "$OUT/reorder_measurements_h200_$R.jsonl" --json "$OUT/reorder_eval_h200_$R.json" \
     2>&1 | tee "$OUT/reorder_eval_h200_$R.log"
 echo "eval rc ${PIPESTATUS[0]}" | tee -a "$OUT/reorder_eval_h200_$R.log"
-nvidia-smi --query-gpu=clocks.current.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-    --format=csv >> "$OUT/smi.txt"
+nvidia-smi --id="${CUDA_VISIBLE_DEVICES:-0}" \
+    --query-gpu=clocks.current.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv >> "$OUT/smi_$R.txt"

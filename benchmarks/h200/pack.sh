@@ -10,6 +10,6 @@ mkdir -p .whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_17_x86_64 -d .whl \
     attrs cattrs lsprotocol==2025.0.0 pygls farama-notifications gymnasium pyelftools pytest-asyncio pytest-lsp
-cp benchmarks/h200/setup.sh benchmarks/h200/eval.sh .whl/
+cp benchmarks/h200/setup.sh benchmarks/h200/eval.sh benchmarks/h200/rows.sh .whl/
 rm -rf .whl/corpus && cp -r ../shared/corpus/sm_90 .whl/corpus
 du -sh .whl

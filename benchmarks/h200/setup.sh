@@ -2,7 +2,7 @@
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || return 1
 export PYTHONPATH=/tmp/site:$PWD SASS_LSP_PURE=1 SASS_LSP_CORPUS=$PWD/.whl/corpus PYTHONUNBUFFERED=1
-export OMP_NUM_THREADS=4  # the search's CPU side (policy, assembly) shares the host with the worker
+export SASS_LSP_SETUP=1 OMP_NUM_THREADS=4  # the search's CPU side (policy, assembly) shares the host with the worker
 mkdir -p "$OUT"
 # The tree's own digest, not `git log`: the copy's .git there is not the tree's (stop 19's said 8112530 for a725e93).
 { lscpu | grep 'Model name'; uptime; find sass_lsp benchmarks -name '*.py' | sort | xargs md5sum | md5sum; } \
