@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import partial
 from typing import Any
 
 _ADDRESS = re.compile(r"/\*[0-9a-fA-F]+\*/")
@@ -47,6 +47,7 @@ class Candidate:
     source: str  # which strategy proposed it ("policy", "random", "greedy", "annealing")
     moves: tuple[str, ...] = ()
     predicted: float | None = None  # predicted speedup (cost model), when the proposer has one
+    key: str = field(default="", compare=False)  # schedule_key(text), set once: the searches ask often
 
     def __init__(
         self, text: str, source: str, moves: tuple[str, ...] = (), predicted: float | None = None
@@ -55,15 +56,11 @@ class Candidate:
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "moves", moves)
         object.__setattr__(self, "predicted", predicted)
-        self.__dict__["key"] = schedule_key(text)  # the searches ask often (seen sets, parents)
+        object.__setattr__(self, "key", schedule_key(text))
 
     @property
     def text(self) -> str:
         return zlib.decompress(self.packed).decode()
-
-    @cached_property
-    def key(self) -> str:
-        return schedule_key(self.text)
 
     def with_moves(self, moves: tuple[str, ...]) -> Candidate:
         other = copy.copy(self)  # the packed text and key shared, not compressed again
