@@ -83,7 +83,8 @@ class OriginalOrders:
     def canonical(self, cand: Candidate) -> Candidate | None:
         """``cand`` as a schedule of the original (control codes and texts repaired against it), or None
         when no sequence of legal moves from ptxas's order reaches its order."""
-        orders = self.orders(cand.text)
+        given = cand.text  # unpacked once
+        orders = self.orders(given)
         if orders is None:
             return None
         edits = []
@@ -94,7 +95,7 @@ class OriginalOrders:
             texts = repaired_texts(self.k, block, order, ctrls)
             edits.append(block_edit(self.lines, self.k, block, order, ctrls, texts))
         text = apply_edits(self.original, edits)
-        return cand if text == cand.text else Candidate(text, cand.source, cand.moves, cand.predicted)
+        return cand if text == given else Candidate(text, cand.source, cand.moves, cand.predicted)
 
 
 def reachable(order: Sequence[int], deps: BlockDeps) -> bool:

@@ -47,7 +47,7 @@ class Candidate:
     source: str  # which strategy proposed it ("policy", "random", "greedy", "annealing")
     moves: tuple[str, ...] = ()
     predicted: float | None = None  # predicted speedup (cost model), when the proposer has one
-    key: str = field(default="", compare=False)  # schedule_key(text), set once: the searches ask often
+    key: str = field(init=False, compare=False)  # schedule_key(text), set once: the searches ask often
 
     def __init__(
         self, text: str, source: str, moves: tuple[str, ...] = (), predicted: float | None = None
@@ -224,10 +224,11 @@ def annealing(
         if cand is None:
             misses += 1
             continue
+        text = cand.text  # unpacked once: measured, and the walk's next state if accepted
         res = measured.get(cand.key)
         if res is None:
             misses = idle_restarts = 0
-            trial = log.add(cand, measure(cand.text))
+            trial = log.add(cand, measure(text))
             if on_trial is not None:
                 on_trial(trial)
             res = measured[cand.key] = trial.result
@@ -236,7 +237,7 @@ def annealing(
         if res.accepted:
             delta = (res.speedup or 0.0) - current_speed
             if delta > 0 or rng.random() < math.exp(delta / max(t, 1e-9)):
-                current, current_speed = cand.text, res.speedup or 0.0
+                current, current_speed = text, res.speedup or 0.0
         t *= cooling
     return log
 
