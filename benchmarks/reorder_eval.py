@@ -18,7 +18,8 @@ faster so far, ``search.beam``: the policy guided by the GPU's measurements), ``
     python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json
 
 A run cut short keeps the rows it printed (one JSON line each), so an evaluation can be spread over several
-GPU sessions (``--kernels``/``--methods`` per run) and its table made from their logs:
+GPU sessions (``--kernels``/``--methods`` per run) and its table made from their logs, where a later log's
+row for a kernel and method replaces an earlier one (a cell run again):
 
     python benchmarks/reorder_eval.py --table RUN1.log RUN2.log … [--json OUT.json]
 """
@@ -120,13 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table", type=Path, nargs="+", help="only tabulate the rows in these run logs")
     args = ap.parse_args(argv)
     if args.table:
-        rows = [
-            json.loads(line)
-            for log in args.table
-            for line in log.read_text().splitlines()
-            if line.startswith('{"kernel"')
-        ]
-        return report(rows, args.json, args.budget, wall_seconds=None)
+        lines = (line for log in args.table for line in log.read_text().splitlines())
+        rows = [json.loads(line) for line in lines if line.startswith('{"kernel"')]
+        cells = {(row["kernel"], row["method"]): row for row in rows}  # the latest row of each cell
+        return report(list(cells.values()), args.json, args.budget, wall_seconds=None)
 
     from sass_lsp.policy.model import load_policy
     from sass_lsp.policy.train import MODEL_CARD
