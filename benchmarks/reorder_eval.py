@@ -13,7 +13,10 @@ Methods: ``ptxas`` (the original), ``random`` (random legal moves), ``greedy`` (
 static cost model), ``annealing`` (simulated annealing on measured GPU time), ``policy`` (the policy's
 rollouts, screened in order), ``beam`` (the policy expanding the original and the schedules measured surest
 faster so far, ``search.beam``: the policy guided by the GPU's measurements), ``policy_annealing``
-(annealing's walk on GPU time with each move drawn from the policy instead of uniformly).
+(annealing's walk on GPU time with each move drawn from the policy instead of uniformly),
+``policy_surrogate`` (that walk measuring, of 16 moves the policy draws, the one an online surrogate of the
+measurements so far predicts fastest) and ``surrogate`` (the same with uniform draws: the surrogate
+without the policy, to tell the two apart).
 
     python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json
 
@@ -51,9 +54,11 @@ from sass_lsp.schedule.search import (
     random_candidates,
     screen,
 )
+from sass_lsp.schedule.surrogate import surrogate_annealing
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ("random", "greedy", "annealing", "policy", "beam", "policy_annealing")
+POLICY_METHODS = ("policy", "beam", "policy_annealing", "policy_surrogate")  # these load the checkpoint
+METHODS = ("random", "greedy", "annealing", *POLICY_METHODS, "surrogate")
 
 
 def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, object]]:
@@ -100,7 +105,9 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
         from sass_lsp.policy.candidates import policy_candidates  # torch: only when the policy runs
 
         return partial(screen, policy_candidates(text, arch, net=net, kernel=kernel))
-    if method in ("beam", "policy_annealing"):
+    if method == "surrogate":
+        return surrogate_annealing(text, arch, kernel, seed=seed)
+    if method in ("beam", "policy_annealing", "policy_surrogate"):
         from sass_lsp.policy.candidates import policy_search
 
         return policy_search(method, text, arch, net=net, kernel=kernel, seed=seed)
@@ -130,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     from sass_lsp.policy.train import MODEL_CARD
 
     names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
-    net = load_policy(args.policy) if {"policy", "beam", "policy_annealing"} & set(args.methods) else None
+    net = load_policy(args.policy) if set(POLICY_METHODS) & set(args.methods) else None
     rows = []
     t_start = time.time()
     with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:

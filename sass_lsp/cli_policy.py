@@ -471,10 +471,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--search",
-        choices=("beam", "policy_annealing"),
+        choices=("beam", "policy_annealing", "policy_surrogate"),
         default="beam",
         help="beam: the policy expands the schedules measured surest faster (default); policy_annealing: "
-        "annealing on GPU time, each move drawn from the policy",
+        "annealing on GPU time, each move drawn from the policy; policy_surrogate: that walk measuring the "
+        "move, of 16 the policy draws, that a model fitted to the measurements so far predicts fastest",
     )
     p.set_defaults(func=cmd_optimize)
 

@@ -29,6 +29,7 @@ from sass_lsp.schedule.search import (
     game_candidate,
     neighbour,
 )
+from sass_lsp.schedule.surrogate import surrogate_annealing
 
 if TYPE_CHECKING:
     from sass_lsp.schedule.game import ReorderGame  # imports gymnasium: kept off import
@@ -123,27 +124,56 @@ def policy_pick(net: PolicyNet, temperature: float = 1.0) -> Callable[[ReorderGa
     net.eval()
 
     def pick(game: ReorderGame, rng: random.Random) -> int:
-        n = len(game.candidates())
-        with torch.inference_mode():
-            logits, _ = net(collate([compact(game.observation())]))
-        weights = torch.softmax(logits[0, :n] / temperature, dim=0).tolist()
-        return rng.choices(range(n), weights=weights)[0]
+        weights = _move_weights(net, game, temperature)
+        return rng.choices(range(len(weights)), weights=weights)[0]
 
     return pick
 
 
-SEARCHES = ("beam", "policy_annealing")  # ``optimize --search``; the evaluation's policy-guided methods
+def policy_draw(
+    net: PolicyNet, temperature: float = 1.0
+) -> Callable[[ReorderGame, random.Random, int], list[int]]:
+    """``draw`` for :class:`~sass_lsp.schedule.surrogate.SurrogatePick`: up to ``k`` distinct legal moves
+    sampled from the policy's distribution (one forward pass), the likeliest usually first."""
+    net.eval()
+
+    def draw(game: ReorderGame, rng: random.Random, k: int) -> list[int]:
+        weights = _move_weights(net, game, temperature)
+        rows: list[int] = []
+        while len(rows) < k and sum(weights) > 0:
+            row = rng.choices(range(len(weights)), weights=weights)[0]
+            rows.append(row)
+            weights[row] = 0.0
+        return rows
+
+    return draw
+
+
+def _move_weights(net: PolicyNet, game: ReorderGame, temperature: float) -> list[float]:
+    """The policy's probability of each of the game's legal moves (its stop action left out)."""
+    n = len(game.candidates())
+    with torch.inference_mode():
+        logits, _ = net(collate([compact(game.observation())]))
+    return torch.softmax(logits[0, :n] / temperature, dim=0).tolist()
+
+
+# ``optimize --search``; the evaluation's policy-guided methods
+SEARCHES = ("beam", "policy_annealing", "policy_surrogate")
 
 
 def policy_search(
     name: str, original: str, arch: str, *, net: PolicyNet, kernel: str | None = None, seed: int = 0
 ) -> Callable[..., SearchLog]:
     """A policy-guided search over GPU measurements, ``(measure, budget, on_trial=...) -> SearchLog``:
-    ``beam`` (the policy expanding the schedules measured surest faster) or ``policy_annealing``
-    (annealing's walk with each move drawn from the policy)."""
+    ``beam`` (the policy expanding the schedules measured surest faster), ``policy_annealing``
+    (annealing's walk with each move drawn from the policy) or ``policy_surrogate`` (that walk measuring,
+    of 16 moves the policy draws, the one a surrogate fitted to the measurements so far predicts fastest:
+    :mod:`sass_lsp.schedule.surrogate`)."""
     if name == "beam":
         return partial(beam, policy_expander(original, arch, net=net, kernel=kernel, seed=seed), original)
     if name == "policy_annealing":
         walk = neighbour(original, arch, kernel, pick=policy_pick(net), source="policy")
         return partial(annealing, walk, original, rng=random.Random(seed))
+    if name == "policy_surrogate":
+        return surrogate_annealing(original, arch, kernel, draw=policy_draw(net), seed=seed, source="policy")
     raise ValueError(f"unknown search {name!r} (one of {', '.join(SEARCHES)})")

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Would the online surrogate of ``sass_lsp.schedule.surrogate`` have picked faster schedules? Replayed on
+the H200's measurement logs, no GPU needed.
+
+For each log (``GpuMeasure``'s JSON lines, ``reorder_eval.py --log``), the matched screened schedules in
+the order they were measured, each as its instructions' displacements from ptxas's order (what the walk's
+surrogate sees) and its log screened speedup. The surrogate is fitted on the first ``n`` and scored on all
+the rest: Spearman rank correlation of predicted and screened, and, over the rest in groups of ten, the
+screened speedup of the group's best-predicted schedule against the group's mean and its best (what a walk
+drawing ten candidates and measuring one could get, against a uniform pick and a perfect one). Logs of
+independent samples (random legal moves: runs 23 and 24) are the fair test; a walk's log (annealing) drifts,
+so its later schedules are near its earlier ones.
+
+    python benchmarks/surrogate_replay.py benchmarks/results/reorder_measurements_h200_run{23,24}.jsonl.gz
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+from cost_model_vs_gpu import spearman
+
+from sass_lsp.gpu.measure import read_log
+from sass_lsp.schedule.canonical import OriginalOrders
+from sass_lsp.schedule.search import apply_edits
+from sass_lsp.schedule.surrogate import Surrogate, displacements
+
+GROUP = 10
+
+
+def samples(path: Path, arch: str) -> tuple[str, np.ndarray, np.ndarray]:
+    """(kernel, displacement rows, log screened speedups) of a log's matched screens, in measured order."""
+    records = read_log(path)
+    original = next(r for r in records if r["kind"] == "original")
+    orders = OriginalOrders(original["text"], arch, original.get("function"))
+    xs, ys = [], []
+    for r in records:
+        if r["kind"] == "screen" and r.get("verdict") == "match" and r.get("speedup"):
+            got = orders.orders(apply_edits(original["text"], r["edits"]))
+            if got is not None:
+                xs.append(displacements(got, len(orders.k.nodes)))
+                ys.append(math.log(r["speedup"]))
+    return original["kernel"], np.array(xs), np.array(ys)
+
+
+def replay(xs: np.ndarray, ys: np.ndarray, n_fit: int) -> dict[str, float | None]:
+    model = Surrogate(xs.shape[1])
+    for x, y in zip(xs[:n_fit], ys[:n_fit], strict=True):
+        model.add(x, float(y))
+    rest_x, rest_y = xs[n_fit:], ys[n_fit:]
+    predicted = model.predict(rest_x)
+    m = len(rest_y) // GROUP * GROUP
+    groups, guesses = rest_y[:m].reshape(-1, GROUP), predicted[:m].reshape(-1, GROUP)
+    picked = groups[np.arange(len(groups)), guesses.argmax(1)]
+    return {
+        "spearman": spearman(predicted.tolist(), rest_y.tolist()),
+        "mean": math.exp(groups.mean()),
+        "picked": math.exp(picked.mean()),
+        "best": math.exp(groups.max(1).mean()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("logs", type=Path, nargs="+")
+    ap.add_argument("--fit", type=int, nargs="+", default=[50, 100, 200], help="schedules to fit on first")
+    ap.add_argument("--arch", default="sm_90")
+    args = ap.parse_args(argv)
+    print(
+        "| log | kernel | schedules | fitted on | Spearman (rest) | mean of 10 | best-predicted of 10 "
+        "| best of 10 |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for path in args.logs:
+        kernel, xs, ys = samples(path, args.arch)
+        for n_fit in args.fit:
+            if n_fit + GROUP > len(ys):
+                continue
+            r = replay(xs, ys, n_fit)
+            rho = "–" if r["spearman"] is None else f"{r['spearman']:+.2f}"
+            print(
+                f"| {path.name} | {kernel} | {len(ys)} | {n_fit} | {rho} | {r['mean']:.4f} | "
+                f"{r['picked']:.4f} | {r['best']:.4f} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""The surrogate-guided walk of ``schedule.surrogate`` on a real kernel (the bundled triton_add), measured by
+a hidden function of the schedule: it must learn that function, measure what it predicts fastest, and stay
+a walk over reachable, hazard-free schedules of the original."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sass_lsp.cuasm import parse_cuasm, write_cuasm
+from sass_lsp.schedule.search import Measured, annealing, schedule_key
+
+pytest.importorskip("sass_lsp.schedule.game")  # gymnasium
+from sass_lsp.analysis.check import check_kernel  # noqa: E402
+from sass_lsp.analysis.program import kernels_of  # noqa: E402
+from sass_lsp.isa.semantics import load_semantics  # noqa: E402
+from sass_lsp.schedule.canonical import OriginalOrders  # noqa: E402
+from sass_lsp.schedule.search import neighbour  # noqa: E402
+from sass_lsp.schedule.surrogate import (  # noqa: E402
+    Surrogate,
+    SurrogatePick,
+    displacements,
+    signature,
+    surrogate_annealing,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "sass_lsp" / "examples"
+TEXT = write_cuasm((EXAMPLES / "triton_add.cubin").read_bytes(), source_name="triton_add.cubin")
+
+
+def hidden_measure(seed: int = 1):
+    """Log speedup linear in a few nodes' displacements, plus noise the size of the GPU's screening noise."""
+    orders = OriginalOrders(TEXT, "sm_90")
+    n = len(orders.k.nodes)
+    rng = np.random.default_rng(seed)
+    w = np.zeros(n)
+    w[rng.choice(n, 8, replace=False)] = rng.normal(0.0, 0.004, 8)
+
+    def measure(text: str) -> Measured:
+        y = float(displacements(orders.orders(text), n) @ w) + rng.normal(0.0, 0.001)
+        s, ci = math.exp(y), 0.002
+        return Measured(schedule_key(text), "match", s, s - ci, s + ci, seconds=1.0)
+
+    return measure
+
+
+def test_the_ridge_fit_ranks_unseen_points_of_a_linear_function():
+    rng = np.random.default_rng(0)
+    w = np.zeros(50)
+    w[:5] = [0.3, -0.2, 0.1, 0.05, -0.4]
+    model = Surrogate(50, ridge=1.0)
+    assert np.all(model.predict(np.ones((3, 50))) == 0.0)  # nothing seen: no preference
+    for _ in range(60):
+        x = rng.integers(-2, 3, 50) * (rng.random(50) < 0.2)
+        model.add(x, float(x @ w) + rng.normal(0, 0.01))
+    test = rng.integers(-2, 3, (200, 50)) * (rng.random((200, 50)) < 0.2)
+    assert np.corrcoef(model.predict(test), test @ w)[0, 1] > 0.9
+
+
+def test_displacements_are_zero_for_ptxas_order_and_signed_for_a_move():
+    orders = OriginalOrders(TEXT, "sm_90")
+    n = len(orders.k.nodes)
+    assert not displacements({}, n).any()
+    b = next(b for b in orders.k.blocks if b.end - b.start >= 3)
+    order = (b.start + 1, b.start, *range(b.start + 2, b.end))  # the first two swapped
+    x = displacements({b.idx: order}, n)
+    assert x[b.start] == 1 and x[b.start + 1] == -1 and np.count_nonzero(x) == 2
+
+
+def test_the_surrogate_walk_learns_the_hidden_measure_and_beats_plain_annealing():
+    """Same seeds, same 120 measurements: annealing's uniform moves against the surrogate's picks."""
+    plain, guided = [], []
+    for seed in range(3):
+        walk = neighbour(TEXT, "sm_90")
+        log = annealing(walk, TEXT, hidden_measure(seed), 120.0, rng=random.Random(seed))
+        plain.append(max(t.result.speedup for t in log.trials))
+        log = surrogate_annealing(TEXT, "sm_90", seed=seed, warmup=16)(hidden_measure(seed), 120.0)
+        guided.append(max(t.result.speedup for t in log.trials))
+        assert len(log.trials) == 120 and len({t.candidate.key for t in log.trials}) == 120
+    assert all(g > p for p, g in zip(plain, guided, strict=True)), (plain, guided)  # +2.6..7.6% here
+
+
+def test_every_schedule_the_surrogate_walk_measures_is_a_hazard_free_schedule_of_the_original():
+    sem = load_semantics("sm_90")
+    seen: list = []
+    log = surrogate_annealing(TEXT, "sm_90", seed=4, warmup=8)(hidden_measure(4), 60.0, on_trial=seen.append)
+    assert seen == log.trials  # the caller's on_trial still sees every trial
+    (k0,) = kernels_of(parse_cuasm(TEXT)[0], sem)
+    before = Counter(f.code for f in check_kernel(k0, sem))
+    schedules = OriginalOrders(TEXT, "sm_90")
+    for t in log.trials:
+        assert schedules.canonical(t.candidate) is t.candidate, t.candidate.moves
+        (k1,) = kernels_of(parse_cuasm(t.candidate.text)[0], sem)
+        assert not Counter(f.code for f in check_kernel(k1, sem)) - before, t.candidate.moves
+
+
+def test_the_pick_skips_measured_schedules_and_learns_only_from_matched_outputs():
+    from sass_lsp.schedule.game import ReorderGame
+
+    game = ReorderGame.from_text(TEXT, "sm_90")
+    parent = game.snapshot()
+    rows = range(len(game.candidates()))
+    pick = SurrogatePick(TEXT, "sm_90", warmup=0, explore=0.0, draws=len(rows))  # every move drawn
+    sigs = {}
+    for row in rows:
+        game.apply(row)
+        sigs[row] = signature({b: st.order for b, st in game.snapshot().blocks.items()})
+        game.restore(parent)
+    pick.measured |= set(sigs.values()) - {sigs[0]}  # two moves may reach one order (an adjacent swap)
+    assert sigs[pick(game, random.Random(0))] == sigs[0]  # the one schedule not measured yet
+    for row in rows:
+        pick.measured.add(sigs[row])
+    assert pick(game, random.Random(0)) in rows  # all measured: a move still, which annealing counts a miss
+    before = pick.model.n
+    walk = neighbour(TEXT, "sm_90")
+    cand = walk(TEXT, random.Random(0))
+    from sass_lsp.schedule.search import Trial
+
+    pick.observe(Trial(cand, Measured(cand.key, "mismatch", None, seconds=1.0), 1.0))
+    assert pick.model.n == before  # a wrong result teaches nothing
+    pick.observe(Trial(cand, Measured(cand.key, "match", 1.01, seconds=1.0), 2.0))
+    assert pick.model.n == before + 1
+    # what it learns from a measured text is the schedule the game's state names (one move: one of sigs)
+    assert signature(pick.orders_of.orders(cand.text)) in set(sigs.values())
