@@ -107,7 +107,7 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
         return partial(screen, policy_candidates(text, arch, net=net, kernel=kernel))
     if method == "surrogate":
         return surrogate_annealing(text, arch, kernel, seed=seed)
-    if method in ("beam", "policy_annealing", "policy_surrogate"):
+    if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
         from sass_lsp.policy.candidates import policy_search
 
         return policy_search(method, text, arch, net=net, kernel=kernel, seed=seed)

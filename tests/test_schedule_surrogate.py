@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sass_lsp.cuasm import parse_cuasm, write_cuasm
-from sass_lsp.schedule.search import Measured, annealing, schedule_key
+from sass_lsp.schedule.search import Measured, Trial, annealing, schedule_key
 
 pytest.importorskip("sass_lsp.schedule.game")  # gymnasium
 from sass_lsp.analysis.check import check_kernel  # noqa: E402
@@ -119,8 +119,6 @@ def test_the_pick_skips_measured_schedules_and_learns_only_from_matched_outputs(
     before = pick.model.n
     walk = neighbour(TEXT, "sm_90")
     cand = walk(TEXT, random.Random(0))
-    from sass_lsp.schedule.search import Trial
-
     pick.observe(Trial(cand, Measured(cand.key, "mismatch", None, seconds=1.0), 1.0))
     assert pick.model.n == before  # a wrong result teaches nothing
     pick.observe(Trial(cand, Measured(cand.key, "match", 1.01, seconds=1.0), 2.0))

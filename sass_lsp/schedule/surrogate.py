@@ -74,10 +74,11 @@ class Surrogate:
             return np.zeros(len(xs))
         if self._fit is None:
             mx, my = self.sx / self.n, self.sy / self.n
-            cov = self.sxx - self.n * np.outer(mx, mx)
-            active = np.flatnonzero(np.diag(cov) > 1e-12)
-            c = cov[np.ix_(active, active)] + self.ridge * np.eye(len(active))
-            w = np.linalg.solve(c, self.sxy[active] - self.n * mx[active] * my) if len(active) else active
+            active = np.flatnonzero(np.diag(self.sxx) - self.n * mx * mx > 1e-12)
+            ma = mx[active]
+            cov = self.sxx[np.ix_(active, active)] - self.n * np.outer(ma, ma)  # only the varied features
+            rhs = self.sxy[active] - self.n * ma * my
+            w = np.linalg.solve(cov + self.ridge * np.eye(len(active)), rhs) if len(active) else np.zeros(0)
             self._fit = (active, w, mx, my)
         active, w, mx, my = self._fit
         return (xs[:, active] - mx[active]) @ w + my
