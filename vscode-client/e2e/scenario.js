@@ -183,11 +183,15 @@ async function dismissNotifications() {
       await gotoLineColumn(LINE, 1);
       const line = await viewLine(target);
 
-      // tokens are spans with mtkN colour classes; the control code, address, opcode, registers differ
+      // tokens are spans with mtkN colour classes; the control code, address, opcode, registers differ.
+      // The classes can be on the spans before the theme's token colours are, so wait for both before
+      // comparing colours (one CI run of 2026-12-02 found the opcode and address comment in one colour).
       await page.waitForFunction(
         (t) => {
           const l = [...document.querySelectorAll(".editor-group-container.active .view-line")].find((e) => e.textContent.replace(/\u00a0/g, " ").includes(t));
-          return l && new Set([...l.querySelectorAll("span[class*=mtk]")].map((s) => s.className)).size >= 4;
+          const spans = l ? [...l.querySelectorAll("span[class*=mtk]")] : [];
+          return new Set(spans.map((s) => s.className)).size >= 4
+            && new Set(spans.map((s) => getComputedStyle(s).color)).size >= 2;
         },
         target,
         { timeout: UI_TIMEOUT },
@@ -196,8 +200,9 @@ async function dismissNotifications() {
         els.map((e) => ({ text: e.textContent, color: getComputedStyle(e).color })));
       const colours = new Set(spans.map((s) => s.color));
       const byText = (t) => spans.find((s) => s.text.includes(t))?.color;
-      if (byText("FADD") === byText("/*")) throw new Error("opcode and address comment have the same colour");
-      return `${colours.size} colours on the line: ${spans.filter((s) => s.text.trim()).map((s) => `${s.text.trim()}=${s.color}`).join(" ")}`;
+      const shown = spans.filter((s) => s.text.trim()).map((s) => `${s.text.trim()}=${s.color}`).join(" ");
+      if (byText("FADD") === byText("/*")) throw new Error(`opcode and address comment have the same colour: ${shown}`);
+      return `${colours.size} colours on the line: ${shown}`;
     });
 
     await step("edit breaks a dependency -> hazard diagnostic", ["syntax colouring"], async () => {
