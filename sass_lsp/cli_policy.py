@@ -97,7 +97,7 @@ class OptimizeJob:
     out_stem: Path
     policy: Path | None
     seed: int
-    search: str = "beam"  # policy.candidates.SEARCHES
+    search: str = "policy_surrogate"  # policy.candidates.SEARCHES, DEFAULT_SEARCH
 
 
 def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
@@ -472,9 +472,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--search",
         choices=("beam", "policy_annealing", "policy_surrogate"),
-        default="beam",
-        help="beam: the policy expands the schedules measured surest faster (default); policy_annealing: "
-        "annealing on GPU time, each move drawn from the policy; policy_surrogate: that walk measuring the "
+        default="policy_surrogate",
+        help="beam: the policy expands the schedules measured surest faster; policy_annealing: annealing on "
+        "GPU time, each move drawn from the policy; policy_surrogate (default): that walk measuring the "
         "move, of 16 the policy draws, that a model fitted to the measurements so far predicts fastest",
     )
     p.set_defaults(func=cmd_optimize)

@@ -68,10 +68,11 @@ def test_a_log_reads_the_same_plain_and_gzipped(tmp_path: Path) -> None:
 def test_optimize_offers_exactly_the_policy_s_searches() -> None:
     pytest.importorskip("torch")
     from sass_lsp.cli import build_parser
-    from sass_lsp.policy.candidates import SEARCHES, policy_search
+    from sass_lsp.cli_policy import OptimizeJob
+    from sass_lsp.policy.candidates import DEFAULT_SEARCH, SEARCHES, policy_search
 
     args = build_parser().parse_args(["optimize", "k.cuasm"])
-    assert args.search == "beam"
+    assert args.search == DEFAULT_SEARCH == OptimizeJob.search
     for name in SEARCHES:
         assert build_parser().parse_args(["optimize", "k.cuasm", "--search", name]).search == name
     with pytest.raises(SystemExit):

@@ -630,9 +630,9 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             loop.call_soon_threadsafe(report, done)
 
         def run() -> object:
-            from sass_lsp.policy.candidates import policy_search
+            from sass_lsp.policy.candidates import DEFAULT_SEARCH, policy_search
 
-            search = policy_search("beam", text, snap.arch, net=net, kernel=spec.kernel)
+            search = policy_search(DEFAULT_SEARCH, text, snap.arch, net=net, kernel=spec.kernel)
             return optimize(search, measure, budget, on_trial=on_trial)
 
         budget = ls.settings.optimizeBudgetS
