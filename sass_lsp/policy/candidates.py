@@ -124,7 +124,7 @@ def policy_pick(net: PolicyNet, temperature: float = 1.0) -> Callable[[ReorderGa
     net.eval()
 
     def pick(game: ReorderGame, rng: random.Random) -> int:
-        weights = _move_weights(net, game, temperature)
+        weights = move_weights(net, game, temperature)
         return rng.choices(range(len(weights)), weights=weights)[0]
 
     return pick
@@ -138,7 +138,7 @@ def policy_draw(
     net.eval()
 
     def draw(game: ReorderGame, rng: random.Random, k: int) -> list[int]:
-        weights = _move_weights(net, game, temperature)
+        weights = move_weights(net, game, temperature)
         rows: list[int] = []
         while len(rows) < k and sum(weights) > 0:
             row = rng.choices(range(len(weights)), weights=weights)[0]
@@ -149,7 +149,7 @@ def policy_draw(
     return draw
 
 
-def _move_weights(net: PolicyNet, game: ReorderGame, temperature: float) -> list[float]:
+def move_weights(net: PolicyNet, game: ReorderGame, temperature: float) -> list[float]:
     """The policy's probability of each of the game's legal moves (its stop action left out)."""
     n = len(game.candidates())
     with torch.inference_mode():
