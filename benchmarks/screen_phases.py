@@ -2,13 +2,13 @@
 """Where does a screened candidate's GPU time go? The worker's phases, timed from its progress messages.
 
 A search's budget counts the wall time of the worker's ``verify`` and ``time`` requests per candidate
-(``GpuMeasure``: 2 seeds, 12 rounds in 4 blocks, ~2 ms batches). This screens ``--candidates`` random legal
-reorderings of a held-out kernel exactly so and splits each request's wall time at the worker's progress
-messages: the time from one message to the next belongs to the phase the first one names. The time before a
-request's first message is module loading and the kernel's parameter check (``start``); the time between a
-block's last round and the next block's graph capture is unloading, reloading and warming the modules
-(``next block``). The first ``--warm`` candidates fill the worker's caches (inputs, the original's outputs)
-and are left out. Needs a GPU (``SASS_LSP_GPU_BACKEND=fake`` runs it on the stand-in device).
+(``GpuMeasure``: 2 seeds, 12 rounds in 4 blocks, ~2 ms batches, no clock readings). This screens
+``--candidates`` random legal reorderings of a held-out kernel exactly so and splits each request's wall time
+by the worker's own account of it (each result's ``phase_ms``: module loads, uploads, launches, downloads,
+comparisons, graph captures, warm-ups, the timed replays, allocation); ``rest`` is what the worker did not
+book (the pipe, base64 and JSON, Python between steps). The first ``--warm`` candidates fill the worker's
+caches (inputs, the original's outputs) and are left out. Needs a GPU: the stand-in device runs only its
+own fake cubins.
 
     python benchmarks/screen_phases.py --kernels sgemm_tiled triton_matmul --candidates 24
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import statistics
 import sys
 import time
@@ -31,43 +30,17 @@ from sass_lsp.gpu.runner import GpuRunner
 from sass_lsp.schedule.search import random_candidates
 
 
-def phase_group(phase: str) -> str:
-    """A progress phase without its numbers and seeds: "round 3/12 edit" -> "round edit"."""
-    phase = re.sub(r"round \d+/\d+", "round", phase)
-    return re.sub(r" seed \d+", " seed", phase)
-
-
-class PhaseClock:
-    """A progress callback that books the time since the previous message to that message's phase."""
-
-    def __init__(self, request: str) -> None:
-        self.request = request
-        self.last, self.phase = time.perf_counter(), "start"
-        self.spent: dict[str, float] = defaultdict(float)
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        now = time.perf_counter()
-        label = self.phase
-        if label.startswith("round") and phase.startswith("capture"):
-            label = "next block"
-        self.spent[f"{self.request}: {label}"] += now - self.last
-        self.last, self.phase = now, phase_group(phase)
-
-    def close(self) -> dict[str, float]:
-        self("end", 0, 0)
-        return dict(self.spent)
-
-
 def screen_phases(name: str, runner: GpuRunner, n: int, warm: int, seed: int) -> dict[str, list[float]]:
+    """Seconds per candidate: each request's wall time, and each kind of device step the worker booked in
+    the request's ``phase_ms`` (a worker that reports none gives only the request times)."""
     text, cubin, spec = load_kernel(name)
     measure = GpuMeasure(runner, cubin, spec, name)  # its seeds, rounds and batch: what a search uses
     candidates = random_candidates(text, "sm_90", random.Random(seed), kernel=spec.kernel)
     per_phase: dict[str, list[float]] = defaultdict(list)
     for i in range(n + warm):
         edit = assemble_cuasm(next(candidates).text, source_name=f"<candidate {i}>")
-        verify_clock, time_clock = PhaseClock("verify"), PhaseClock("time")
         t0 = time.perf_counter()
-        checked = runner.verify(cubin, edit, spec, list(measure.seeds), progress=verify_clock)
+        checked = runner.verify(cubin, edit, spec, list(measure.seeds))
         t1 = time.perf_counter()
         timed = runner.time(
             cubin,
@@ -75,7 +48,7 @@ def screen_phases(name: str, runner: GpuRunner, n: int, warm: int, seed: int) ->
             spec,
             rounds=measure.rounds,
             target_batch_ms=measure.target_batch_ms,
-            progress=time_clock,
+            clocks=False,  # as GpuMeasure asks (an older worker ignores it and reads the clocks)
         )
         t2 = time.perf_counter()
         verdict = checked.result.get("status") if checked.ok else checked.kind
@@ -85,15 +58,13 @@ def screen_phases(name: str, runner: GpuRunner, n: int, warm: int, seed: int) ->
             continue
         if i < warm:
             continue
-        phases = {**verify_clock.close(), **time_clock.close()}
-        for phase, seconds in phases.items():
-            per_phase[phase].append(seconds)
-        per_phase["verify (request)"].append(t1 - t0)
-        per_phase["time (request)"].append(t2 - t1)
-        batch = timed.result["batch"]  # the rounds' samples are per-launch ms of a batch
-        per_phase["time: the timed launches themselves"].append(
-            (sum(timed.result["orig_ms"]) + sum(timed.result["edit_ms"])) * batch / 1e3
-        )
+        for request, reply, wall in (("verify", checked, t1 - t0), ("time", timed, t2 - t1)):
+            per_phase[f"{request} (request)"].append(wall)
+            booked = reply.result.get("phase_ms", {})
+            for kind, ms in booked.items():
+                per_phase[f"{request}: {kind}"].append(ms / 1e3)
+            if booked:  # IPC, base64 and JSON, Python between the device steps
+                per_phase[f"{request}: rest"].append(wall - sum(booked.values()) / 1e3)
     return per_phase
 
 
@@ -117,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{name}: {n} candidates, median {request * 1e3:.1f} ms of requests per candidate")
             print("| phase | median ms per candidate | share of the median request |")
             print("|---|---|---|")
-            for phase in sorted(per_phase, key=lambda p: (p.split(":")[0], -statistics.median(per_phase[p]))):
-                m = statistics.median(per_phase[phase])
+            medians = {phase: statistics.median(seconds) for phase, seconds in per_phase.items()}
+            for phase in sorted(medians, key=lambda p: (p.split()[0].rstrip(":"), -medians[p])):
+                m = medians[phase]
                 print(f"| {phase} | {m * 1e3:.2f} | {m / request:.1%} |")
     return 0
 

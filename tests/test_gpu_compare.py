@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sass_lsp.gpu.data import InputCache, compare_buffer, count_poison, make_input, poisoned
 from sass_lsp.gpu.dtypes import DTYPES, from_float32, lookup_dtype, to_float32, ulp_distance
@@ -291,3 +293,24 @@ def test_input_cache_gives_make_input_s_bytes_read_only_and_evicts_the_oldest(tm
     cache.input(from_file, 0, 0)
     np.save(path, np.ones(16, dtype=np.float32))
     assert np.array_equal(cache.input(from_file, 0, 0), np.ones(16, dtype=np.float32))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    dtype=st.sampled_from(["f32", "f16", "u8", "i32"]),
+    n=st.integers(1, 67),
+    flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=3),
+    seed=st.integers(0, 2**16),
+)
+def test_identical_bytes_and_only_those_compare_bit_identical(dtype, n, flips, seed):
+    """The byte-level fast path (eight bytes at a time where the size allows) says "identical" exactly
+    when every byte is, whatever the size: a flipped byte anywhere, NaN payloads and -0.0 included."""
+    param = BufferParam("y", dtype, (n,), "out", NORMAL)
+    raw = np.random.default_rng(seed).integers(0, 256, n * DTYPES[dtype].size, dtype=np.uint8)
+    got = raw.copy()
+    for pos, xor in flips:
+        got[pos % got.size] ^= xor
+    storage = DTYPES[dtype].storage
+    cmp = compare_buffer(param, 0, raw.view(storage), got.view(storage), None)
+    assert cmp.bit_identical == (raw.tobytes() == got.tobytes())
+    assert (cmp.mismatch is None) == cmp.bit_identical

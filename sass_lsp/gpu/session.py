@@ -13,6 +13,7 @@ import hashlib
 import math
 import os
 import struct
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
@@ -73,6 +74,19 @@ class Session:
         # each seed's inputs are made once, and the original's outputs on each seed are kept (_reference).
         self.inputs = InputCache()
         self.references = BoundedCache()
+        self.spent: dict[str, float] = {}
+        """Seconds per kind of device step in the current request (its result's ``phase_ms``)."""
+
+    @contextmanager
+    def _clock(self, kind: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent[kind] = self.spent.get(kind, 0.0) + time.perf_counter() - t0
+
+    def _spent_ms(self) -> dict[str, float]:
+        return {kind: round(seconds * 1e3, 3) for kind, seconds in self.spent.items()}
 
     def _step(self, phase: str, done: int, total: int) -> None:
         self.phase = phase
@@ -101,7 +115,8 @@ class Session:
             for side, cubin in cubins.items():
                 self._check_sizes(cubin, spec, side)
                 self.phase = f"load {side}"
-                kernels[side] = self.device.load(cubin, spec.kernel, spec.shared_bytes)
+                with self._clock("load"):
+                    kernels[side] = self.device.load(cubin, spec.kernel, spec.shared_bytes)
             yield kernels
         except DeviceError as exc:
             if not exc.fatal:
@@ -111,8 +126,9 @@ class Session:
             self._quietly(lambda: [self.device.unload(k) for k in kernels.values()])
             raise
         else:
-            for kernel in kernels.values():
-                self.device.unload(kernel)
+            with self._clock("unload"):
+                for kernel in kernels.values():
+                    self.device.unload(kernel)
 
     def _quietly(self, cleanup: Callable[[], Any]) -> None:
         """Best-effort cleanup while another error propagates (that error is the one to report)."""
@@ -120,35 +136,40 @@ class Session:
             cleanup()
 
     def _alloc_set(self, spec: LaunchSpec) -> dict[int, int]:
-        return {idx: self.device.alloc(p.nbytes) for idx, p in spec.buffers}
+        with self._clock("alloc"):
+            return {idx: self.device.alloc(p.nbytes) for idx, p in spec.buffers}
 
     def _free(self, ptrs: dict[int, int]) -> None:
-        for ptr in ptrs.values():
-            self.device.free(ptr)
+        with self._clock("free"):
+            for ptr in ptrs.values():
+                self.device.free(ptr)
 
     def _inputs(self, spec: LaunchSpec, seed: int) -> dict[int, np.ndarray]:
         """Every non-output buffer's contents for ``seed`` (made once per worker, read-only)."""
         return {idx: self.inputs.input(p, seed, idx) for idx, p in spec.buffers if p.role != "out"}
 
     def _prepare(self, spec: LaunchSpec, ptrs: dict[int, int], inputs: dict[int, np.ndarray]) -> None:
-        for idx, param in spec.buffers:
-            if param.role == "out":
-                self.device.fill_bytes(ptrs[idx], POISON_BYTE, param.nbytes)
-            else:
-                self.device.upload(ptrs[idx], inputs[idx])
+        with self._clock("upload"):
+            for idx, param in spec.buffers:
+                if param.role == "out":
+                    self.device.fill_bytes(ptrs[idx], POISON_BYTE, param.nbytes)
+                else:
+                    self.device.upload(ptrs[idx], inputs[idx])
 
     def _run(
         self, kernel: Any, spec: LaunchSpec, ptrs: dict[int, int], inputs: dict[int, np.ndarray]
     ) -> dict[int, np.ndarray]:
         """Fresh inputs, poisoned outputs, one launch; every compared buffer read back."""
         self._prepare(spec, ptrs, inputs)
-        self.device.launch(kernel, _geometry(spec), pack_args(spec, ptrs))
-        self.device.sync()
-        return {
-            idx: self.device.download(ptrs[idx], p.nbytes).view(dtype_of(p).storage)
-            for idx, p in spec.buffers
-            if p.compared
-        }
+        with self._clock("launch"):
+            self.device.launch(kernel, _geometry(spec), pack_args(spec, ptrs))
+            self.device.sync()
+        with self._clock("download"):
+            return {
+                idx: self.device.download(ptrs[idx], p.nbytes).view(dtype_of(p).storage)
+                for idx, p in spec.buffers
+                if p.compared
+            }
 
     def _failure(self, exc: DeviceError, side: str, seed: int | None) -> dict[str, Any]:
         status = "fault" if exc.fatal else "launch_error"
@@ -168,6 +189,7 @@ class Session:
         progress: ProgressFn = _no_progress,
     ) -> dict[str, Any]:
         self._progress = progress
+        self.spent = {}
         result: dict[str, Any] = {
             "status": "match",
             "bit_identical": True,
@@ -194,6 +216,7 @@ class Session:
             if self.phase.startswith("load"):
                 out["status"] = "load_error"
             result.update(out)
+        result["phase_ms"] = self._spent_ms()
         return result
 
     def _verify_seeds(
@@ -317,6 +340,18 @@ class Session:
         seed: int,
         result: dict[str, Any],
     ) -> None:
+        with self._clock("compare"):
+            self._compare_buffers(spec, inputs, ref, got, seed, result)
+
+    def _compare_buffers(
+        self,
+        spec: LaunchSpec,
+        inputs: dict[int, np.ndarray],
+        ref: dict[int, np.ndarray],
+        got: dict[int, np.ndarray],
+        seed: int,
+        result: dict[str, Any],
+    ) -> None:
         for idx, param in spec.buffers:
             if not param.compared:
                 continue
@@ -347,6 +382,7 @@ class Session:
         seed: int = 0,
         max_sets: int = 64,
         max_rotate_bytes: int = 8 << 30,
+        clocks: bool = True,
         progress: ProgressFn = _no_progress,
     ) -> dict[str, Any]:
         """Interleaved timing: per-launch milliseconds per round and side (statistics are the caller's).
@@ -355,8 +391,11 @@ class Session:
         its own graphs. Where a module lands in memory and which graph was captured first can shift a kernel's
         time by a few tenths of a percent (an H200 saw an identical copy "verified" 0.14% faster), so each
         side gets each placement equally often, and ``round_blocks`` lets the statistics resample per block.
+        ``clocks=False`` skips the SM clock readings before and after (two nvidia-smi runs, ~50 ms of a
+        screened candidate's ~250 on the H200: ``benchmarks/screen_phases.py``); a search's screening does.
         """
         self._progress = progress
+        self.spent = {}
         if cache not in ("rotate", "flush"):
             raise SpecError("cache", f"unknown cache mode {cache!r} (rotate or flush)")
         device = self.device
@@ -396,16 +435,20 @@ class Session:
                             if set_idx == 0:
                                 self._prepare(spec, sets[0], inputs)
                             else:
-                                for idx, param in spec.buffers:
-                                    device.copy(sets[set_idx][idx], sets[0][idx], param.nbytes)
+                                with self._clock("upload"):
+                                    for idx, param in spec.buffers:
+                                        device.copy(sets[set_idx][idx], sets[0][idx], param.nbytes)
                         device.sync()
-                        clocks_before = device.clocks()
+                        clocks_before = self._read_clocks(clocks)
                         args = [pack_args(spec, ptrs) for ptrs in sets]
-                    if plan is None:
-                        plan = self._plan_timing(kernel_of, args, geometry, warmup, target_batch_ms, cache)
-                    else:  # a short warm-up of the freshly loaded modules
-                        for side in cubins:
-                            device.time_launches([(kernel_of[side], args[0])] * 2, geometry)
+                    with self._clock("warm-up"):
+                        if plan is None:
+                            plan = self._plan_timing(
+                                kernel_of, args, geometry, warmup, target_batch_ms, cache
+                            )
+                        else:  # a short warm-up of the freshly loaded modules
+                            for side in cubins:
+                                device.time_launches([(kernel_of[side], args[0])] * 2, geometry)
                     graphs: list[Any] = []
                     try:
                         self._time_block(
@@ -425,8 +468,9 @@ class Session:
                         if not exc.fatal:  # after a fatal error the context is gone
                             self._quietly(lambda gs=graphs: [device.destroy_graph(g) for g in gs])
                         raise
-                    for graph in graphs:
-                        device.destroy_graph(graph)
+                    with self._clock("capture"):
+                        for graph in graphs:
+                            device.destroy_graph(graph)
                 round_blocks += [block] * n_rounds
             assert plan is not None
             self._step("done", rounds, rounds)
@@ -446,7 +490,7 @@ class Session:
                     "estimate_ms": plan.estimate_ms,
                     "device": info,
                     "clocks_before": clocks_before,
-                    "clocks_after": device.clocks(),
+                    "clocks_after": self._read_clocks(clocks),
                 }
             )
         except DeviceError as exc:
@@ -458,7 +502,12 @@ class Session:
         else:
             for ptrs in sets:
                 self._free(ptrs)
+        result["phase_ms"] = self._spent_ms()
         return result
+
+    def _read_clocks(self, wanted: bool) -> dict[str, Any]:
+        with self._clock("clocks"):
+            return self.device.clocks() if wanted else {}
 
     def _plan_timing(
         self,
@@ -509,15 +558,17 @@ class Session:
                 for side in sides:  # capture in this block's load order
                     self._step(f"capture {side}", first_round, rounds)
                     launches = [(kernel_of[side], args[i % n_sets]) for i in range(plan.batch)]
-                    graph_of[side] = device.capture(launches, geometry)
+                    with self._clock("capture"):
+                        graph_of[side] = device.capture(launches, geometry)
                     graphs.append(graph_of[side])
             except DeviceError as exc:
                 if exc.fatal:
                     raise
                 plan.method = "stream"  # capture unsupported: plain launches (gaps are then included)
                 result.setdefault("notes", []).append(f"graph capture failed ({exc}); timed stream launches")
-        for graph in graph_of.values():
-            device.time_graph(graph)  # untimed: a fresh graph's first replay runs a few percent slow
+        with self._clock("warm-up"):
+            for graph in graph_of.values():
+                device.time_graph(graph)  # untimed: a fresh graph's first replay runs a few percent slow
         for round_idx in range(first_round, first_round + n_rounds):
             # Alternate which side goes first (AB, BA, AB …) so neither always runs right after the other's
             # warm caches or clocks.
@@ -525,13 +576,14 @@ class Session:
             for side in order:
                 self._step(f"round {round_idx + 1}/{rounds} {side}", round_idx, rounds)
                 kernel = kernel_of[side]
-                if plan.method == "flush+events":
-                    total = sum(device.time_flushed(kernel, geometry, args[0]) for _ in range(plan.batch))
-                elif plan.method == "graph":
-                    total = device.time_graph(graph_of[side])
-                else:
-                    launches = [(kernel, args[i % n_sets]) for i in range(plan.batch)]
-                    total = device.time_launches(launches, geometry)
+                with self._clock("timed"):
+                    if plan.method == "flush+events":
+                        total = sum(device.time_flushed(kernel, geometry, args[0]) for _ in range(plan.batch))
+                    elif plan.method == "graph":
+                        total = device.time_graph(graph_of[side])
+                    else:
+                        launches = [(kernel, args[i % n_sets]) for i in range(plan.batch)]
+                        total = device.time_launches(launches, geometry)
                 samples[side].append(total / plan.batch)
 
     # -- one launch (smoke tests, the profiler's launcher) --------------------------------------------------

@@ -87,7 +87,7 @@ class _Worker:
             elif op == "time":
                 options = {
                     k: msg[k]
-                    for k in ("rounds", "blocks", "warmup", "target_batch_ms", "cache", "seed")
+                    for k in ("rounds", "blocks", "warmup", "target_batch_ms", "cache", "seed", "clocks")
                     if k in msg
                 }
                 result = session.time(
