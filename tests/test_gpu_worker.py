@@ -413,3 +413,19 @@ def test_the_original_runs_once_per_seed_and_every_verdict_is_as_without_that(or
     assert kept.device.original_runs == original_runs
     other = kept.verify(b"FAKE:ok:2", b"FAKE:ok:2", SPEC, [0])  # another original: its own runs
     assert other["status"] == "match" and kept.device.original_runs == original_runs + 2
+
+
+def test_nvidia_smi_queries_the_gpu_it_is_given(tmp_path, monkeypatch):
+    """The clocks are read from the worker's own GPU (by PCI bus id), not always from nvidia-smi's GPU 0:
+    with CUDA_VISIBLE_DEVICES picking one GPU of several, CUDA's ordinal 0 is another GPU's index 0."""
+    import os
+
+    from sass_lsp.gpu.device import nvidia_smi
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\n[ "$4" = "00000000:19:00.0" ] && echo "1755, 61" || echo "1980, 40"\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    fields = ["clocks.sm", "temperature.gpu"]
+    assert nvidia_smi(fields, "00000000:19:00.0") == {"clocks.sm": "1755", "temperature.gpu": "61"}
+    assert nvidia_smi(fields) == {"clocks.sm": "1980", "temperature.gpu": "40"}

@@ -144,6 +144,17 @@ class CudaDevice:
         self._flush_ptr = 0
         self._flush_bytes = 0
         self._info: dict[str, Any] | None = None
+        self._smi_id = self._pci_bus_id()
+
+    def _pci_bus_id(self) -> str:
+        """nvidia-smi's name for this device: its PCI bus id. The CUDA ordinal is not nvidia-smi's index
+        where CUDA_VISIBLE_DEVICES picks one GPU of several (``benchmarks/h200/rows.sh``); "0" if unknown."""
+        try:
+            raw = _check(self.cu.cuDeviceGetPCIBusId(32, self.dev), "cuDeviceGetPCIBusId")
+            bus_id = raw.split(b"\0", 1)[0].decode()
+        except (DeviceError, AttributeError, TypeError, ValueError):
+            return "0"
+        return bus_id if bus_id and nvidia_smi(["pci.bus_id"], bus_id) else "0"  # one that nvidia-smi takes
 
     # -- facts ----------------------------------------------------------------------------------------------
     def _attr(self, name: str) -> int:
@@ -164,7 +175,7 @@ class CudaDevice:
                 "l2_bytes": self._attr("CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE"),
                 "memory_bytes": int(_check(cu.cuDeviceTotalMem(self.dev), "cuDeviceTotalMem")),
             }
-            smi = nvidia_smi(["name", "driver_version", "clocks.max.sm", "clocks.max.mem"])
+            smi = nvidia_smi(["name", "driver_version", "clocks.max.sm", "clocks.max.mem"], self._smi_id)
             info["driver"] = smi.get("driver_version", "")
             info["max_sm_mhz"] = smi.get("clocks.max.sm", "")
             info["max_mem_mhz"] = smi.get("clocks.max.mem", "")
@@ -180,7 +191,8 @@ class CudaDevice:
                 "power.draw",
                 "pstate",
                 "clocks_event_reasons.active",
-            ]
+            ],
+            self._smi_id,
         )
 
     def param_sizes(self, cubin: bytes, kernel: str) -> list[int]:
@@ -337,16 +349,16 @@ def _check(result: tuple[Any, ...], call: str) -> Any:
     return result[1] if len(result) == 2 else result[1:]
 
 
-def nvidia_smi(fields: list[str]) -> dict[str, str]:
-    """Query GPU 0 through nvidia-smi; an empty dict where it is missing (clocks are then unknown, not
-    guessed).
+def nvidia_smi(fields: list[str], gpu: str = "0") -> dict[str, str]:
+    """Query one GPU (an index or PCI bus id) through nvidia-smi; an empty dict where it is missing (clocks
+    are then unknown, not guessed).
     """
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return {}
     try:
         proc = subprocess.run(
-            [exe, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits", "-i", "0"],
+            [exe, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits", "-i", gpu],
             capture_output=True,
             text=True,
             timeout=20,
@@ -358,7 +370,7 @@ def nvidia_smi(fields: list[str]) -> dict[str, str]:
         if len(fields) > 1:
             out: dict[str, str] = {}
             for name in fields:
-                out.update(nvidia_smi([name]))
+                out.update(nvidia_smi([name], gpu))
             return out
         return {}
     values = (
