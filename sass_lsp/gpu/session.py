@@ -244,7 +244,8 @@ class Session:
             self._step(f"edit seed {seed}", done, total)
             got = self._run(kernels["edit"], spec, ptrs, inputs)
             done += 1
-            self._compare(spec, inputs, ref.outputs, got, seed, result)
+            with self._clock("compare"):
+                self._compare(spec, inputs, ref.outputs, got, seed, result)
             result["seeds"].append(seed)
             if result["mismatches"]:
                 result["status"] = "mismatch"
@@ -332,18 +333,6 @@ class Session:
         return False
 
     def _compare(
-        self,
-        spec: LaunchSpec,
-        inputs: dict[int, np.ndarray],
-        ref: dict[int, np.ndarray],
-        got: dict[int, np.ndarray],
-        seed: int,
-        result: dict[str, Any],
-    ) -> None:
-        with self._clock("compare"):
-            self._compare_buffers(spec, inputs, ref, got, seed, result)
-
-    def _compare_buffers(
         self,
         spec: LaunchSpec,
         inputs: dict[int, np.ndarray],
