@@ -380,8 +380,9 @@ class Session:
         its own graphs. Where a module lands in memory and which graph was captured first can shift a kernel's
         time by a few tenths of a percent (an H200 saw an identical copy "verified" 0.14% faster), so each
         side gets each placement equally often, and ``round_blocks`` lets the statistics resample per block.
-        ``clocks=False`` skips the SM clock readings before and after (two nvidia-smi runs, ~50 ms of a
-        screened candidate's ~250 on the H200: ``benchmarks/screen_phases.py``); a search's screening does.
+        ``clocks=False`` skips the SM clock readings before and after, two nvidia-smi runs (on the H200 the
+        intervals that held them took 34 and 28 ms of sgemm_tiled's 167 ms request: ``screen_phases.py``); a
+        search's screening asks so. ``phase_ms`` in the result says where the request's time went.
         """
         self._progress = progress
         self.spent = {}
