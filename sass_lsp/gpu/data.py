@@ -205,9 +205,9 @@ def compare_buffer(
     diff_idx = np.flatnonzero(exp_bits != got_bits)
     if diff_idx.size == 0:
         return Comparison(None, True)
-    exp_vals = _values(dtype, expected[diff_idx])
-    got_vals = _values(dtype, got[diff_idx])
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and Inf are values a kernel may write
+        exp_vals = _values(dtype, expected[diff_idx])
+        got_vals = _values(dtype, got[diff_idx])
         abs_diff = np.abs(exp_vals - got_vals)
     finite = abs_diff[np.isfinite(abs_diff)]
     max_abs = float(finite.max()) if finite.size else math.inf
