@@ -27,7 +27,7 @@ from sass_lsp.gpu.measure import read_log
 from sass_lsp.policy.candidates import move_weights
 from sass_lsp.policy.suggest import load_for_suggestions
 from sass_lsp.schedule.game import ReorderGame
-from sass_lsp.schedule.surrogate import Surrogate, displacements
+from sass_lsp.schedule.surrogate import Surrogate, displacements, orders_after
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAWS = 16
@@ -50,12 +50,8 @@ def prior_of(log: Path, net, arch: str, rng: np.random.Generator) -> dict:  # no
         model.add(x, float(y))
     original = next(r for r in read_log(log) if r["kind"] == "original")
     game = ReorderGame.from_text(original["text"], arch, kernel=original.get("function"))
-    parent, rows = game.snapshot(), []
-    for row in range(len(game.candidates())):
-        game.apply(row)
-        rows.append(displacements({b: st.order for b, st in game.snapshot().blocks.items()}, xs.shape[1]))
-        game.restore(parent)
-    predicted = model.predict(np.array(rows))
+    moves = [displacements(orders_after(game, row), xs.shape[1]) for row in range(len(game.candidates()))]
+    predicted = model.predict(np.array(moves))
     weights = np.array(move_weights(net, game, 1.0))
     weights /= weights.sum()
     n = len(weights)

@@ -82,6 +82,11 @@ def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, ob
     return out
 
 
+def run_rows(log: Path) -> list[dict]:
+    """The rows a run printed to its log, one JSON line each, in order."""
+    return [json.loads(line) for line in log.read_text().splitlines() if line.startswith('{"kernel"')]
+
+
 def load_kernel(name: str) -> tuple[str, bytes, object]:
     """One held-out kernel as the evaluation loads it: (its ``.cuasm`` text, cubin, launch spec)."""
     with tempfile.TemporaryDirectory() as work:
@@ -128,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table", type=Path, nargs="+", help="only tabulate the rows in these run logs")
     args = ap.parse_args(argv)
     if args.table:
-        lines = (line for log in args.table for line in log.read_text().splitlines())
-        rows = [json.loads(line) for line in lines if line.startswith('{"kernel"')]
+        rows = [row for log in args.table for row in run_rows(log)]
         cells = {(row["kernel"], row["method"]): row for row in rows}  # the latest row of each cell
         return report(list(cells.values()), args.json, args.budget, wall_seconds=None)
 

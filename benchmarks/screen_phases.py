@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Where does a screened candidate's GPU time go? The worker's phases, timed from its progress messages.
+"""Where does a screened candidate's GPU time go? The worker's own account of each request's device steps.
 
 A search's budget counts the wall time of the worker's ``verify`` and ``time`` requests per candidate
 (``GpuMeasure``: 2 seeds, 12 rounds in 4 blocks, ~2 ms batches, no clock readings). This screens
 ``--candidates`` random legal reorderings of a held-out kernel exactly so and splits each request's wall time
 by the worker's own account of it (each result's ``phase_ms``: module loads, uploads, launches, downloads,
-comparisons, graph captures, warm-ups, the timed replays, allocation); ``rest`` is what the worker did not
-book (the pipe, base64 and JSON, Python between steps). The first ``--warm`` candidates fill the worker's
-caches (inputs, the original's outputs) and are left out. Needs a GPU: the stand-in device runs only its
-own fake cubins.
+comparisons, graphs captured and destroyed, warm-ups, the timed replays, allocation); ``rest`` is what the
+worker did not book (the pipe, base64 and JSON, Python between steps). The first ``--warm`` candidates
+fill the worker's caches (inputs, the original's outputs) and are left out. Needs a GPU: the stand-in
+device runs only its own fake cubins.
 
     python benchmarks/screen_phases.py --kernels sgemm_tiled triton_matmul --candidates 24
 """

@@ -14,11 +14,12 @@ screen higher spends more of its budget near faster schedules. The method is rea
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from reorder_eval import run_rows
 
 from sass_lsp.gpu.measure import read_log
 
@@ -31,8 +32,7 @@ def methods_of(log: Path) -> dict[str, str]:
     table = log.with_name(f"reorder_eval_{run}.log")
     if not table.is_file():
         return {}
-    rows = [json.loads(line) for line in table.read_text().splitlines() if line.startswith('{"kernel"')]
-    return {row["kernel"]: row["method"] for row in rows}
+    return {row["kernel"]: row["method"] for row in run_rows(table)}
 
 
 def summarize_log(log: Path) -> list[dict]:

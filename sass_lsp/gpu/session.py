@@ -458,7 +458,7 @@ class Session:
                         if not exc.fatal:  # after a fatal error the context is gone
                             self._quietly(lambda gs=graphs: [device.destroy_graph(g) for g in gs])
                         raise
-                    with self._clock("capture"):
+                    with self._clock("graphs"):
                         for graph in graphs:
                             device.destroy_graph(graph)
                 round_blocks += [block] * n_rounds
@@ -548,7 +548,7 @@ class Session:
                 for side in sides:  # capture in this block's load order
                     self._step(f"capture {side}", first_round, rounds)
                     launches = [(kernel_of[side], args[i % n_sets]) for i in range(plan.batch)]
-                    with self._clock("capture"):
+                    with self._clock("graphs"):
                         graph_of[side] = device.capture(launches, geometry)
                     graphs.append(graph_of[side])
             except DeviceError as exc:

@@ -44,6 +44,16 @@ def displacements(orders: Orders, n_nodes: int) -> np.ndarray:
     return x
 
 
+def orders_after(game: ReorderGame, row: int) -> Orders:
+    """The changed blocks' orders that move ``row`` of ``game.candidates()`` gives (the keys
+    ``OriginalOrders.orders`` gives for its text); the game's state is left as it was."""
+    parent = game.snapshot()
+    game.apply(row)
+    orders = {b: st.order for b, st in game.snapshot().blocks.items()}
+    game.restore(parent)
+    return orders
+
+
 def signature(orders: Orders) -> tuple:
     """A hashable identity of a schedule's order (its control codes follow from it)."""
     return tuple(sorted(orders.items()))
@@ -127,12 +137,9 @@ class SurrogatePick:
         rows = self.draw(game, rng, self.draws if learning else 1)
         if len(rows) == 1:
             return rows[0]
-        parent = game.snapshot()
         tried: list[tuple[int, np.ndarray]] = []
         for row in rows:
-            game.apply(row)
-            orders = {b: st.order for b, st in game.snapshot().blocks.items()}
-            game.restore(parent)
+            orders = orders_after(game, row)
             if signature(orders) not in self.measured:
                 tried.append((row, displacements(orders, self.n_nodes)))
         if not tried:
