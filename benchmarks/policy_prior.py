@@ -7,7 +7,9 @@ what it measured so far), then, for every legal move from ptxas's order, its pre
 policy's probability of it. Printed: the number of moves, the policy's effective number of moves
 (exp of its entropy), the expected predicted speedup of a move drawn from the policy and of one drawn
 uniformly, the policy's probability mass on the tenth of the moves predicted best, and the chance that 16
-distinct draws (the surrogate walk's) include one of that tenth, from the policy and uniformly. Logs of
+distinct draws (the surrogate walk's, ``candidates.draw_rows``) include one of that tenth and the mean
+predicted speedup of their best-predicted move, for shares of the draws made uniformly instead of from the
+policy: 0 (the policy alone), 1/4, 1/2 and 1 (uniform). Logs of
 random legal moves (runs 23 and 24) are the fairest fit; a walk's log knows its own neighbourhood best.
 
     python benchmarks/policy_prior.py benchmarks/results/reorder_measurements_h200_run{23,24}.jsonl.gz
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import sys
 from pathlib import Path
 
@@ -24,7 +27,7 @@ import numpy as np
 from surrogate_replay import samples
 
 from sass_lsp.gpu.measure import read_log
-from sass_lsp.policy.candidates import move_weights
+from sass_lsp.policy.candidates import draw_rows, move_weights
 from sass_lsp.policy.suggest import load_for_suggestions
 from sass_lsp.schedule.game import ReorderGame
 from sass_lsp.schedule.surrogate import Surrogate, displacements, orders_after
@@ -32,18 +35,30 @@ from sass_lsp.schedule.surrogate import Surrogate, displacements, orders_after
 ROOT = Path(__file__).resolve().parents[1]
 DRAWS = 16
 TOP_SHARE = 0.1
+SHARES = (0.0, 0.25, 0.5, 1.0)  # uniform_share of the draws: the policy's alone ... uniform alone
 
 
-def chance_of_top(weights: np.ndarray, top: np.ndarray, rng: np.random.Generator, reps: int = 4000) -> float:
-    """P(``DRAWS`` distinct draws with probabilities ``weights`` include a row of ``top``), sampled."""
-    k = min(DRAWS, int((weights > 0).sum()))
-    hits = sum(
-        np.isin(rng.choice(len(weights), size=k, replace=False, p=weights), top).any() for _ in range(reps)
-    )
-    return hits / reps
+def draws_of(
+    weights: list[float],
+    predicted: np.ndarray,
+    top: np.ndarray,
+    share: float,
+    rng: random.Random,
+    reps: int = 2000,
+) -> tuple[float, float]:
+    """Over ``reps`` sets of ``DRAWS`` distinct draws of ``draw_rows`` (``uniform_share=share``): the chance
+    a set includes a row of ``top``, and the mean predicted speedup of a set's best-predicted row (the move
+    the surrogate walk would measure, were the hindsight fit its own)."""
+    top_rows = set(top.tolist())
+    hits, best = 0, 0.0
+    for _ in range(reps):
+        rows = draw_rows(weights, DRAWS, rng, share)
+        hits += bool(top_rows.intersection(rows))
+        best += math.exp(float(predicted[rows].max()))
+    return hits / reps, best / reps
 
 
-def prior_of(log: Path, net, arch: str, rng: np.random.Generator) -> dict:  # noqa: ANN001 (PolicyNet)
+def prior_of(log: Path, net, arch: str, rng: random.Random) -> dict:  # noqa: ANN001 (PolicyNet)
     kernel, xs, ys = samples(log, arch)
     model = Surrogate(xs.shape[1])
     for x, y in zip(xs, ys, strict=True):
@@ -56,7 +71,6 @@ def prior_of(log: Path, net, arch: str, rng: np.random.Generator) -> dict:  # no
     weights /= weights.sum()
     n = len(weights)
     top = np.argsort(-predicted)[: max(1, round(n * TOP_SHARE))]
-    uniform = np.full(n, 1.0 / n)
     return {
         "log": log.name,
         "kernel": kernel,
@@ -67,8 +81,7 @@ def prior_of(log: Path, net, arch: str, rng: np.random.Generator) -> dict:  # no
         "uniform_gain": math.exp(float(predicted.mean())),
         "policy_top_mass": float(weights[top].sum()),
         "uniform_top_mass": len(top) / n,
-        "policy_top_draw": chance_of_top(weights, top, rng),
-        "uniform_top_draw": chance_of_top(uniform, top, rng),
+        "draws": [draws_of(weights.tolist(), predicted, top, share, rng) for share in SHARES],
     }
 
 
@@ -79,19 +92,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arch", default="sm_90")
     args = ap.parse_args(argv)
     net = load_for_suggestions(args.policy)
-    rng = np.random.default_rng(0)
+    rng = random.Random(0)
+    shares = " / ".join(f"{share:g}" for share in SHARES)
     print(
         "| log | kernel | fitted on | moves | policy's effective moves | E[predicted] policy / uniform "
-        f"| mass on the best-predicted tenth, policy / uniform | {DRAWS} draws hit it, policy / uniform |"
+        "| mass on the best-predicted tenth, policy / uniform "
+        f"| {DRAWS} draws hit it, uniform share {shares} "
+        f"| E[best predicted of {DRAWS} draws], uniform share {shares} |"
     )
-    print("|---" * 8 + "|")
+    print("|---" * 9 + "|")
     for log in args.logs:
         r = prior_of(log, net, args.arch, rng)
         print(
             f"| {r['log']} | {r['kernel']} | {r['fitted']} | {r['moves']} | {r['effective']:.1f} "
             f"| {r['policy_gain']:.4f} / {r['uniform_gain']:.4f} "
             f"| {r['policy_top_mass']:.3f} / {r['uniform_top_mass']:.3f} "
-            f"| {r['policy_top_draw']:.2f} / {r['uniform_top_draw']:.2f} |"
+            f"| {' / '.join(f'{hit:.2f}' for hit, _ in r['draws'])} "
+            f"| {' / '.join(f'{best:.4f}' for _, best in r['draws'])} |"
         )
     return 0
 

@@ -4,12 +4,15 @@ on the real corpus, and suggestions whose edits keep the kernel hazard-free."""
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
@@ -447,3 +450,34 @@ def test_policy_loads_for_suggestions_with_torch_threads_capped_but_never_raised
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(old)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    weights=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=40),
+    k=st.integers(1, 24),
+    share=st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_draw_rows_draws_distinct_rows_policy_share_by_weight_and_the_rest_uniformly(weights, k, share, seed):
+    from sass_lsp.policy.candidates import draw_rows
+
+    rows = draw_rows(weights, k, random.Random(seed), share)
+    n_policy = k - round(k * share)
+    positive = sum(w > 0 for w in weights)
+    by_weight = min(n_policy, positive)
+    assert len(rows) == len(set(rows)) == by_weight + min(k - n_policy, len(weights) - by_weight)
+    assert all(weights[r] > 0 for r in rows[:by_weight])  # a zero-weight row is never drawn by weight
+    assert all(0 <= r < len(weights) for r in rows)
+
+
+def test_draw_rows_share_zero_is_the_policys_draw_and_share_one_is_uniform():
+    from sass_lsp.policy.candidates import draw_rows
+
+    weights = [1.0] + [0.0] * 9
+    assert draw_rows(weights, 4, random.Random(0)) == [0]  # the policy alone never leaves its support
+    counts = Counter(r for s in range(2000) for r in draw_rows(weights, 2, random.Random(s), 1.0))
+    assert sorted(counts) == list(range(10))  # uniform reaches every row, the weights ignored
+    assert max(counts.values()) < 1.5 * min(counts.values())
+    mixed = [draw_rows(weights, 4, random.Random(s), 0.5) for s in range(50)]
+    assert all(m[0] == 0 and len(m) == 3 and 0 not in m[1:] for m in mixed)  # 2 by weight (1 left), 2 uniform

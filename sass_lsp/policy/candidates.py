@@ -138,15 +138,28 @@ def policy_draw(
     net.eval()
 
     def draw(game: ReorderGame, rng: random.Random, k: int) -> list[int]:
-        weights = move_weights(net, game, temperature)
-        rows: list[int] = []
-        while len(rows) < k and sum(weights) > 0:
-            row = rng.choices(range(len(weights)), weights=weights)[0]
-            rows.append(row)
-            weights[row] = 0.0
-        return rows
+        return draw_rows(move_weights(net, game, temperature), k, rng)
 
     return draw
+
+
+def draw_rows(weights: list[float], k: int, rng: random.Random, uniform_share: float = 0.0) -> list[int]:
+    """Up to ``k`` distinct rows: ``k - round(k * uniform_share)`` drawn one by one by ``weights`` without
+    replacement, then the rest uniformly from the rows left. ``policy_draw`` draws with a share of 0;
+    ``benchmarks/policy_prior.py`` asks what other shares would draw, the policy having put 0.015 of its
+    mass on sgemm_tiled on the tenth of first moves a surrogate of the H200's random-move run rates best."""
+    weights = list(weights)
+    rows: list[int] = []
+    n_policy = k - round(k * uniform_share)
+    while len(rows) < n_policy and sum(weights) > 0:
+        row = rng.choices(range(len(weights)), weights=weights)[0]
+        rows.append(row)
+        weights[row] = 0.0
+    if n_policy < k:
+        taken = set(rows)
+        rest = [row for row in range(len(weights)) if row not in taken]
+        rows += rng.sample(rest, min(k - n_policy, len(rest)))
+    return rows
 
 
 def move_weights(net: PolicyNet, game: ReorderGame, temperature: float) -> list[float]:
