@@ -13,6 +13,7 @@ policy: 0 (the policy alone), 1/4, 1/2 and 1 (uniform). Logs of
 random legal moves (runs 23 and 24) are the fairest fit; a walk's log knows its own neighbourhood best.
 
     python benchmarks/policy_prior.py benchmarks/results/reorder_measurements_h200_run{23,24}.jsonl.gz
+    python benchmarks/policy_prior.py ... --temperature 4   # the policy's softmax flattened
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def draws_of(
     return hits / reps, best / reps
 
 
-def prior_of(log: Path, net, arch: str, rng: random.Random) -> dict:  # noqa: ANN001 (PolicyNet)
+def prior_of(log: Path, net, arch: str, rng: random.Random, temperature: float = 1.0) -> dict:  # noqa: ANN001
     kernel, xs, ys = samples(log, arch)
     model = Surrogate(xs.shape[1])
     for x, y in zip(xs, ys, strict=True):
@@ -67,7 +68,7 @@ def prior_of(log: Path, net, arch: str, rng: random.Random) -> dict:  # noqa: AN
     game = ReorderGame.from_text(original["text"], arch, kernel=original.get("function"))
     moves = [displacements(orders_after(game, row), xs.shape[1]) for row in range(len(game.candidates()))]
     predicted = model.predict(np.array(moves))
-    weights = np.array(move_weights(net, game, 1.0))
+    weights = np.array(move_weights(net, game, temperature))
     weights /= weights.sum()
     n = len(weights)
     top = np.argsort(-predicted)[: max(1, round(n * TOP_SHARE))]
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("logs", type=Path, nargs="+")
     ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument(
+        "--temperature", type=float, default=1.0, help="the policy's softmax temperature (the walk's: 1)"
+    )
     args = ap.parse_args(argv)
     net = load_for_suggestions(args.policy)
     rng = random.Random(0)
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---" * 9 + "|")
     for log in args.logs:
-        r = prior_of(log, net, args.arch, rng)
+        r = prior_of(log, net, args.arch, rng, args.temperature)
         print(
             f"| {r['log']} | {r['kernel']} | {r['fitted']} | {r['moves']} | {r['effective']:.1f} "
             f"| {r['policy_gain']:.4f} / {r['uniform_gain']:.4f} "
