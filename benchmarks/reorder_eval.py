@@ -15,8 +15,9 @@ rollouts, screened in order), ``beam`` (the policy expanding the original and th
 faster so far, ``search.beam``: the policy guided by the GPU's measurements), ``policy_annealing``
 (annealing's walk on GPU time with each move drawn from the policy instead of uniformly),
 ``policy_surrogate`` (that walk measuring, of 16 moves the policy draws, the one an online surrogate of the
-measurements so far predicts fastest) and ``surrogate`` (the same with uniform draws: the surrogate
-without the policy, to tell the two apart).
+measurements so far predicts fastest), ``policy_surrogate_mix`` (the same with half of the 16 drawn
+uniformly, which ``policy_prior.py`` rates above the policy's alone on sgemm_tiled and triton_matmul) and
+``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart).
 
     python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json
 
@@ -57,7 +58,8 @@ from sass_lsp.schedule.search import (
 from sass_lsp.schedule.surrogate import surrogate_annealing
 
 ROOT = Path(__file__).resolve().parents[1]
-POLICY_METHODS = ("policy", "beam", "policy_annealing", "policy_surrogate")  # these load the checkpoint
+POLICY_METHODS = ("policy", "beam", "policy_annealing", "policy_surrogate", "policy_surrogate_mix")  # load it
+MIX_UNIFORM_SHARE = 0.5  # policy_surrogate_mix: the share of each 16 draws made uniformly
 METHODS = ("random", "greedy", "annealing", *POLICY_METHODS, "surrogate")
 
 
@@ -112,6 +114,11 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
         return partial(screen, policy_candidates(text, arch, net=net, kernel=kernel))
     if method == "surrogate":
         return surrogate_annealing(text, arch, kernel, seed=seed)
+    if method == "policy_surrogate_mix":
+        from sass_lsp.policy.candidates import policy_draw
+
+        draw = policy_draw(net, uniform_share=MIX_UNIFORM_SHARE)
+        return surrogate_annealing(text, arch, kernel, draw=draw, seed=seed, source="policy")
     if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
         from sass_lsp.policy.candidates import policy_search
 

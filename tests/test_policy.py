@@ -481,3 +481,26 @@ def test_draw_rows_share_zero_is_the_policys_draw_and_share_one_is_uniform():
     assert max(counts.values()) < 1.5 * min(counts.values())
     mixed = [draw_rows(weights, 4, random.Random(s), 0.5) for s in range(50)]
     assert all(m[0] == 0 and len(m) == 3 and 0 not in m[1:] for m in mixed)  # 2 by weight (1 left), 2 uniform
+
+
+def test_policy_draw_takes_its_uniform_share_on_a_real_kernel():
+    """``policy_draw(uniform_share=s)``, the draw of ``reorder_eval.py``'s ``policy_surrogate_mix``: of k
+    moves, k - round(k·s) by the policy's weights, the rest uniformly, so a share of 1 is exactly a
+    uniform sample of the legal moves and a share of 0 stays inside the policy's support."""
+    from sass_lsp.policy.candidates import move_weights, policy_draw
+    from sass_lsp.schedule.game import ReorderGame
+
+    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
+    game = ReorderGame.from_text(text, arch)
+    n = len(game.candidates())
+    weights = move_weights(net, game, 1.0)
+    assert policy_draw(net, uniform_share=1.0)(game, random.Random(3), 16) == random.Random(3).sample(
+        range(n), 16
+    )
+    favourite = max(range(n), key=weights.__getitem__)
+    warm = policy_draw(net, uniform_share=0.5)(game, random.Random(0), 16)
+    assert len(warm) == len(set(warm)) == 16 and all(weights[r] > 0 for r in warm[:8])
+    # at a low temperature the policy's support is its favourite alone: 1 by weight, then the 8 uniform
+    cold = policy_draw(net, temperature=1e-3, uniform_share=0.5)(game, random.Random(0), 16)
+    assert cold[0] == favourite and len(cold) == len(set(cold)) == 9

@@ -131,28 +131,35 @@ def policy_pick(net: PolicyNet, temperature: float = 1.0) -> Callable[[ReorderGa
 
 
 def policy_draw(
-    net: PolicyNet, temperature: float = 1.0
+    net: PolicyNet, temperature: float = 1.0, uniform_share: float = 0.0
 ) -> Callable[[ReorderGame, random.Random, int], list[int]]:
     """``draw`` for :class:`~sass_lsp.schedule.surrogate.SurrogatePick`: up to ``k`` distinct legal moves
-    sampled from the policy's distribution (one forward pass), the likeliest usually first."""
+    sampled from the policy's distribution (one forward pass), the likeliest usually first, and with
+    ``uniform_share`` > 0 that share of them uniformly (:func:`draw_rows`)."""
     net.eval()
 
     def draw(game: ReorderGame, rng: random.Random, k: int) -> list[int]:
-        return draw_rows(move_weights(net, game, temperature), k, rng)
+        return draw_rows(move_weights(net, game, temperature), k, rng, uniform_share)
 
     return draw
 
 
 def draw_rows(weights: list[float], k: int, rng: random.Random, uniform_share: float = 0.0) -> list[int]:
     """Up to ``k`` distinct rows: ``k - round(k * uniform_share)`` drawn one by one by ``weights`` without
-    replacement, then the rest uniformly from the rows left. ``policy_draw`` draws with a share of 0;
+    replacement, then the rest uniformly from the rows left. ``policy_surrogate`` draws with a share of 0;
     ``benchmarks/policy_prior.py`` asks what other shares would draw, the policy having put 0.015 of its
-    mass on sgemm_tiled on the tenth of first moves a surrogate of the H200's random-move run rates best."""
+    mass on sgemm_tiled on the tenth of first moves a surrogate of the H200's random-move run rates best,
+    and ``benchmarks/reorder_eval.py``'s ``policy_surrogate_mix`` times a share of 1/2 on the GPU."""
     weights = list(weights)
     rows: list[int] = []
     n_policy = k - round(k * uniform_share)
-    while len(rows) < n_policy and sum(weights) > 0:
-        row = rng.choices(range(len(weights)), weights=weights)[0]
+    while len(rows) < n_policy:
+        # from the rows of positive weight only: with subnormal weights, choices' rounding can land on a
+        # zero-weight row (found by the property test); else the same draw as over all rows
+        support = [row for row, weight in enumerate(weights) if weight > 0]
+        if not support:
+            break
+        row = rng.choices(support, weights=[weights[row] for row in support])[0]
         rows.append(row)
         weights[row] = 0.0
     if n_policy < k:
