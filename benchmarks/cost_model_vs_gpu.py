@@ -17,7 +17,8 @@ exactly 1 counts as wrong for both).
 the measured log-speedup on the static prediction and simple schedule features (how far the variable-latency
 loads moved up, the change in mean load-to-first-use distance, in total stall cycles, the share of moved
 instructions), fitted on every kernel but one and tested on that one (leave one kernel out), reported as
-the pooled Spearman of the held-out predictions.
+the pooled Spearman of the held-out predictions, and what picking the best-predicted of each ten
+consecutive held-out schedules would have measured against their mean (``pick_lift``).
 
     python benchmarks/cost_model_vs_gpu.py LOG.jsonl[.gz] [LOG ...] [--arch sm_90] [--json OUT.json] [--fit]
 """
@@ -35,6 +36,8 @@ import numpy as np
 from sass_lsp.gpu.measure import read_log
 from sass_lsp.schedule.game import ReorderGame
 from sass_lsp.schedule.search import apply_edits
+
+PICK_GROUP = 10  # schedules per pick in ``pick_lift``, as in surrogate_replay.py
 
 
 def ranks(xs: list[float]) -> list[float]:
@@ -164,10 +167,23 @@ def summary(rows: list[dict]) -> dict:
     }
 
 
+def pick_lift(predicted: list[float], measured: list[float], group: int = PICK_GROUP) -> float | None:
+    """Over consecutive groups of ``group`` schedules (in measured order: a walk's neighbours, a random run's
+    independent draws), the mean log measured speedup of each group's best-predicted schedule minus the
+    group's mean, in percent: what measuring the model's pick of ``group`` gains over measuring any one."""
+    m = len(measured) // group * group
+    if m == 0 or np.ptp(predicted) == 0:
+        return None  # nothing to pick by (triton_matmul under the static model: every prediction 1.0)
+    ys = np.log(np.array(measured[:m])).reshape(-1, group)
+    picks = np.array(predicted[:m]).reshape(-1, group).argmax(1)
+    return float((ys[np.arange(len(ys)), picks] - ys.mean(1)).mean() * 100)
+
+
 def leave_one_kernel_out(per_kernel: dict[str, list[dict]], keys: tuple[str, ...], lam: float = 10.0) -> dict:
     """Ridge regression of measured log-speedup on ``keys``, fitted without each kernel in turn and tested on
-    it: per-kernel and pooled Spearman of the held-out predictions."""
+    it: per-kernel and pooled Spearman of the held-out predictions, and per kernel :func:`pick_lift`."""
     held: dict[str, float | None] = {}
+    lift: dict[str, float | None] = {}
     preds, meas = [], []
     for name, rows in sorted(per_kernel.items()):
         train = [r for k, rs in per_kernel.items() if k != name for r in rs]
@@ -179,9 +195,10 @@ def leave_one_kernel_out(per_kernel: dict[str, list[dict]], keys: tuple[str, ...
         p = list(np.array([[r["features"][f] for f in keys] for r in rows]) / scale @ w)
         m = [r["measured"] for r in rows]
         held[name] = spearman(p, m)
+        lift[name] = pick_lift(p, m)
         preds += p
         meas += m
-    return {"keys": list(keys), "per_kernel": held, "pooled": spearman(preds, meas)}
+    return {"keys": list(keys), "per_kernel": held, "pooled": spearman(preds, meas), "pick_lift": lift}
 
 
 def fmt(x: float | None, spec: str = "+.2f") -> str:
@@ -223,6 +240,14 @@ def main(argv: list[str] | None = None) -> int:
         for fit in fits:
             held = " ".join(f"{fmt(fit['per_kernel'][k]):>14s}" for k in names)
             print(f"  {' + '.join(fit['keys']):50s} {fmt(fit['pooled']):>7s} {held}")
+        print(
+            f"\nThe held-out model's pick of each {PICK_GROUP} consecutive schedules against their mean "
+            "(mean log speedup, percent; the static model alone is the first row):"
+        )
+        print(f"  {'features':50s} " + " ".join(f"{k[:14]:>14s}" for k in names))
+        for fit in fits:
+            lifts = " ".join(f"{fmt(fit['pick_lift'][k], '+.3f'):>14s}" for k in names)
+            print(f"  {' + '.join(fit['keys']):50s} {lifts}")
     if args.json:
         args.json.write_text(json.dumps({"summary": table, "pairs": per_kernel, "fits": fits}, indent=2))
     return 0
