@@ -114,15 +114,12 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
         return partial(screen, policy_candidates(text, arch, net=net, kernel=kernel))
     if method == "surrogate":
         return surrogate_annealing(text, arch, kernel, seed=seed)
-    if method == "policy_surrogate_mix":
-        from sass_lsp.policy.candidates import policy_draw
-
-        draw = policy_draw(net, uniform_share=MIX_UNIFORM_SHARE)
-        return surrogate_annealing(text, arch, kernel, draw=draw, seed=seed, source="policy")
     if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
         from sass_lsp.policy.candidates import policy_search
 
-        return policy_search(method, text, arch, net=net, kernel=kernel, seed=seed)
+        mix = method == "policy_surrogate_mix"  # policy_surrogate itself, a share of its draws uniform
+        name, share = ("policy_surrogate", MIX_UNIFORM_SHARE) if mix else (method, 0.0)
+        return policy_search(name, text, arch, net=net, kernel=kernel, seed=seed, uniform_share=share)
     raise ValueError(method)
 
 

@@ -150,18 +150,14 @@ def draw_rows(weights: list[float], k: int, rng: random.Random, uniform_share: f
     ``benchmarks/policy_prior.py`` asks what other shares would draw, the policy having put 0.015 of its
     mass on sgemm_tiled on the tenth of first moves a surrogate of the H200's random-move run rates best,
     and ``benchmarks/reorder_eval.py``'s ``policy_surrogate_mix`` times a share of 1/2 on the GPU."""
-    weights = list(weights)
     rows: list[int] = []
     n_policy = k - round(k * uniform_share)
-    while len(rows) < n_policy:
-        # from the rows of positive weight only: with subnormal weights, choices' rounding can land on a
-        # zero-weight row (found by the property test); else the same draw as over all rows
-        support = [row for row, weight in enumerate(weights) if weight > 0]
-        if not support:
-            break
-        row = rng.choices(support, weights=[weights[row] for row in support])[0]
-        rows.append(row)
-        weights[row] = 0.0
+    # by weight from the rows of positive weight only: with subnormal weights, choices' rounding over all
+    # rows can land on a zero-weight one (found by the property test); otherwise it is the same draw
+    support = [row for row, weight in enumerate(weights) if weight > 0]
+    while len(rows) < n_policy and support:
+        i = rng.choices(range(len(support)), weights=[weights[row] for row in support])[0]
+        rows.append(support.pop(i))
     if n_policy < k:
         taken = set(rows)
         rest = [row for row in range(len(weights)) if row not in taken]
@@ -185,18 +181,27 @@ DEFAULT_SEARCH = "policy_surrogate"
 
 
 def policy_search(
-    name: str, original: str, arch: str, *, net: PolicyNet, kernel: str | None = None, seed: int = 0
+    name: str,
+    original: str,
+    arch: str,
+    *,
+    net: PolicyNet,
+    kernel: str | None = None,
+    seed: int = 0,
+    uniform_share: float = 0.0,
 ) -> Callable[..., SearchLog]:
     """A policy-guided search over GPU measurements, ``(measure, budget, on_trial=...) -> SearchLog``:
     ``beam`` (the policy expanding the schedules measured surest faster), ``policy_annealing``
     (annealing's walk with each move drawn from the policy) or ``policy_surrogate`` (that walk measuring,
     of 16 moves the policy draws, the one a surrogate fitted to the measurements so far predicts fastest:
-    :mod:`sass_lsp.schedule.surrogate`)."""
+    :mod:`sass_lsp.schedule.surrogate`; ``uniform_share`` of the 16 drawn uniformly instead, for the
+    evaluation's ``policy_surrogate_mix``)."""
     if name == "beam":
         return partial(beam, policy_expander(original, arch, net=net, kernel=kernel, seed=seed), original)
     if name == "policy_annealing":
         walk = neighbour(original, arch, kernel, pick=policy_pick(net), source="policy")
         return partial(annealing, walk, original, rng=random.Random(seed))
     if name == "policy_surrogate":
-        return surrogate_annealing(original, arch, kernel, draw=policy_draw(net), seed=seed, source="policy")
+        draw = policy_draw(net, uniform_share=uniform_share)
+        return surrogate_annealing(original, arch, kernel, draw=draw, seed=seed, source="policy")
     raise ValueError(f"unknown search {name!r} (one of {', '.join(SEARCHES)})")
