@@ -28,7 +28,7 @@ def test_parse_source_csv_gives_offsets_and_metrics():
     assert "Instructions Executed" in columns
     assert [r.offset for r in records] == [0x0, 0x10, 0x20, 0x30]
     ldg = records[2]
-    assert ldg.sass.startswith("LDG.E") and ldg.inst_executed == 16384
+    assert ldg.sass.startswith("LDG.E") and ldg.executed == 16384
     assert ldg.stalls == {
         "Warp Stall Sampling (All Samples)": 1204,
         "Warp Stall Sampling (Not-issued Samples)": 1100,
@@ -59,5 +59,5 @@ def test_profile_triton_add_per_instruction():
     assert result.ok, result.message
     print(f"[gpu] ncu columns: {result.columns}")
     assert result.records and all(r.offset % 16 == 0 for r in result.records)
-    assert sum(r.inst_executed or 0 for r in result.records) > 0
+    assert sum(r.executed or 0 for r in result.records) > 0
     assert any(r.stalls for r in result.records)

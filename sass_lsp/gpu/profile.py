@@ -10,11 +10,9 @@ The exact commands (``ncu`` 2025.x, CUDA 13; ``REPORT`` is a temporary path)::
 ``--clock-control none`` leaves the GPU's clocks as they are (the lent H200s must not be reconfigured, and the
 numbers then match what the timing runs see). ``SourceCounters`` collects warp-state sampling per PC and the
 executed-instruction counts per SASS instruction; the second command prints the Source page as CSV, one row
-per
-SASS instruction. Column names differ between ncu versions, so every numeric column is kept under its own
-name; stall-reason columns are those whose name mentions a stall, and addresses are turned into offsets from
-the
-kernel's first instruction.
+per SASS instruction. Column names differ between ncu versions, so every numeric column is kept under its
+own name; stall-reason columns are those whose name mentions a stall, and addresses are turned into offsets
+from the kernel's first instruction.
 """
 
 from __future__ import annotations
@@ -25,38 +23,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from sass_lsp.gpu.spec import LaunchSpec, write_spec
+from sass_lsp.model.profile import InstructionProfile
 
 SECTIONS = ("SourceCounters", "WarpStateStats")
 
 
 @dataclass(frozen=True)
-class InstrProfile:
-    offset: int
-    """Byte offset from the kernel's first instruction (matches the .cuasm listing's ``/*0040*/``)."""
-    sass: str
-    metrics: dict[str, float] = field(default_factory=dict)
-    """Every numeric column of ncu's Source page, by its column name."""
-
-    @property
-    def stalls(self) -> dict[str, float]:
-        """Warp-stall sampling columns only (both aggregates and per-reason ones where ncu prints them)."""
-        return {k: v for k, v in self.metrics.items() if "stall" in k.lower()}
-
-    @property
-    def inst_executed(self) -> float | None:
-        for key in ("Instructions Executed", "inst_executed", "smsp__sass_inst_executed.sum"):
-            if key in self.metrics:
-                return self.metrics[key]
-        return None
-
-
-@dataclass(frozen=True)
 class ProfileResult:
-    records: list[InstrProfile]
+    records: list[InstructionProfile]
     command: list[str]
     export_command: list[str]
     columns: list[str]
@@ -149,7 +127,7 @@ def profile(
         return ProfileResult(records, profile_cmd, export_cmd, columns)
 
 
-def parse_source_csv(text: str) -> tuple[list[str], list[InstrProfile]]:
+def parse_source_csv(text: str) -> tuple[list[str], list[InstructionProfile]]:
     """Rows of ncu's ``--page source --print-source sass --csv`` output, one per SASS instruction."""
     rows = list(csv.reader(io.StringIO(text)))
     header_idx = next(
@@ -186,7 +164,7 @@ def parse_source_csv(text: str) -> tuple[list[str], list[InstrProfile]]:
     if not parsed:
         return header, []
     base = min(addr for addr, _, _ in parsed)
-    return header, [InstrProfile(addr - base, sass, metrics) for addr, sass, metrics in parsed]
+    return header, [InstructionProfile(addr - base, sass, metrics) for addr, sass, metrics in parsed]
 
 
 def _find(row: list[str], name: str) -> int | None:

@@ -1,6 +1,6 @@
 """Feature: a measured profile in the editor. ``sass-lsp profile`` writes ``K.profile.json`` beside the kernel
-(``dataclasses.asdict`` of :class:`sass_lsp.gpu.profile.ProfileResult`: per-instruction records keyed by the
-SASS offset from the kernel's first instruction). Here those records are mapped onto lines of the ``.cuasm``
+(:mod:`sass_lsp.model.profile`: per-instruction records keyed by the SASS offset from the kernel's first
+instruction). Here those records are mapped onto lines of the ``.cuasm``
 text: hover on an instruction shows its top stall reasons and executed count, and the kernel's code lens names
 the hottest window of instructions.
 
@@ -12,66 +12,18 @@ opcodes agree with the records' SASS at the most offsets is the one profiled. Pu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sass_lsp.ide.index import DocumentIndex, Kernel
 from sass_lsp.ide.outline import Lens
+from sass_lsp.model.profile import InstructionProfile, profile_records
 
 WINDOW = 16
 TOP_REASONS = 3
-ALL_SAMPLES = ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)")
 
 _ADDR = re.compile(r"/\*([0-9a-fA-F]{4,})\*/")
 _PRED = re.compile(r"^@!?U?P[T0-9]+\s+")
-
-
-@dataclass(frozen=True)
-class Record:
-    offset: int
-    sass: str
-    metrics: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def reasons(self) -> dict[str, float]:
-        """Per-reason stall samples (aggregate ``Warp Stall Sampling`` columns left out)."""
-        return {
-            k: v
-            for k, v in self.metrics.items()
-            if "stall" in k.lower() and not k.lower().startswith("warp stall sampling")
-        }
-
-    @property
-    def samples(self) -> float:
-        """All stall samples of this instruction: ncu's aggregate column, else the sum of the reasons."""
-        for key in ALL_SAMPLES:
-            if key in self.metrics:
-                return self.metrics[key]
-        return sum(self.reasons.values())
-
-    @property
-    def executed(self) -> float | None:
-        for key in ("Instructions Executed", "inst_executed", "smsp__sass_inst_executed.sum"):
-            if key in self.metrics:
-                return self.metrics[key]
-        return None
-
-
-def records_from_json(data: Any) -> list[Record]:
-    """Records of a ``K.profile.json`` document; [] for anything that is not one (or a failed profile)."""
-    if not isinstance(data, dict) or data.get("ok") is False:
-        return []
-    out: list[Record] = []
-    for raw in data.get("records") or []:
-        if not isinstance(raw, dict) or not isinstance(raw.get("offset"), int):
-            continue
-        metrics = {
-            str(k): float(v)
-            for k, v in (raw.get("metrics") or {}).items()
-            if isinstance(v, int | float) and not isinstance(v, bool)
-        }
-        out.append(Record(raw["offset"], str(raw.get("sass", "")), metrics))
-    return out
 
 
 def offset_lines(index: DocumentIndex, kernel: Kernel) -> dict[int, int]:
@@ -90,7 +42,7 @@ def _opcode(sass: str) -> str:
     return text.split(None, 1)[0].split(".", 1)[0] if text else ""
 
 
-def match_kernel(index: DocumentIndex, records: list[Record]) -> Kernel | None:
+def match_kernel(index: DocumentIndex, records: list[InstructionProfile]) -> Kernel | None:
     """The kernel whose opcodes agree with the records at the most offsets (ties: the first)."""
     best: tuple[int, Kernel | None] = (0, None)
     sample = [r for r in records if r.sass][:256]
@@ -119,7 +71,7 @@ def reason_name(column: str) -> str:
 @dataclass(frozen=True)
 class ProfileView:
     kernel: Kernel
-    by_line: dict[int, Record]
+    by_line: dict[int, InstructionProfile]
     total_samples: float
 
     def instruction_markdown(self, line: int) -> str | None:
@@ -171,7 +123,7 @@ class ProfileView:
 
 def profile_view(index: DocumentIndex, data: Any) -> ProfileView | None:
     """Map a ``K.profile.json`` document onto ``index``; None when it does not fit any kernel."""
-    records = records_from_json(data)
+    records = profile_records(data)
     if not records:
         return None
     kernel = match_kernel(index, records)
