@@ -3,6 +3,7 @@ rejects every real cubin, so the plumbing is what is tested: jobs, worker proces
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -84,3 +85,36 @@ def test_outputs_never_overwrite_the_input(two_kernels: list[OptimizeJob]) -> No
     done = subprocess.run([*cmd, "--out", str(a.with_suffix(""))], capture_output=True, text=True)
     assert done.returncode != 0 and "would write the best schedule over" in done.stderr, done.stderr
     assert a.read_text() == before
+
+
+def test_uniform_share_reaches_the_walk_and_the_report(two_kernels: list[OptimizeJob]) -> None:
+    """``--uniform-share`` changes what the surrogate walk draws (the same seed, other first moves) and the
+    report names the search that made it."""
+    first_moves = {}
+    for share in (0.0, 1.0):
+        job = dataclasses.replace(
+            two_kernels[0], uniform_share=share, out_stem=two_kernels[0].out_stem.with_suffix(f".s{share:g}")
+        )
+        summary = optimize_one(job)
+        assert "error" not in summary, summary
+        report = json.loads(output_path(job.out_stem, ".report.json").read_text())
+        assert report["search"] == {"name": "policy_surrogate", "uniform_share": share}
+        first_moves[share] = report["trials"][0]["moves"]
+    assert first_moves[0.0] != first_moves[1.0], first_moves
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--uniform-share", "1.5"], "--uniform-share 1.5 is not a share"),
+        (["--uniform-share", "0.5", "--search", "beam"], "applies to --search policy_surrogate, not beam"),
+    ],
+)
+def test_cli_refuses_a_uniform_share_it_cannot_use(
+    two_kernels: list[OptimizeJob], extra: list[str], message: str
+) -> None:
+    a = str(two_kernels[0].cuasm)
+    cmd = [sys.executable, "-m", "sass_lsp", "optimize", a, "--launch", str(two_kernels[0].launch), *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+    assert done.returncode != 0 and message in done.stderr and "hint:" in done.stderr, done.stderr
+    assert not output_path(two_kernels[0].out_stem, ".report.json").exists()

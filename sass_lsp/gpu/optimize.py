@@ -1,7 +1,8 @@
 """Feature: ``sass-lsp optimize``. Screen candidate schedules on the GPU within a budget, confirm the best.
 
-The search comes from the caller (the CLI and the server pass :func:`~sass_lsp.schedule.search.beam` with
-the policy as proposer, so this module imports no torch); each candidate is measured by
+The search comes from the caller (the CLI and the server pass a policy-guided one from
+:func:`sass_lsp.policy.candidates.policy_search`, by default the surrogate walk, so this module imports no
+torch); each candidate is measured by
 :class:`~sass_lsp.gpu.measure.GpuMeasure` (bit-exact verification, then interleaved timing). The screened
 candidate surest faster (highest lower CI bound, :meth:`SearchLog.best`) is measured again by the full
 verified bench on fresh seeds — screened figures are biased upwards (the winner's curse), the confirmation
