@@ -27,6 +27,10 @@ class Settings:
     optimizeBudgetS: float = 60.0
     """GPU seconds that "Optimize schedule" spends screening candidates (then it confirms the best)."""
 
+    optimizeUniformShare: float = 0.0
+    """Share of the 16 moves "Optimize schedule"'s surrogate walk draws uniformly instead of from the policy
+    (0-1; 0.5 confirmed 1.0430 against 1.0200 on triton_matmul in one H200 run, model card)."""
+
     policyModelPath: str | None = None
     """Checkpoint of the reorder policy (a directory; relative to the workspace folder); ``None``: the one
     in sass-lsp's ``policy_models/reorder-v2``. Suggestions need torch in the server's Python."""
@@ -79,6 +83,10 @@ def _check(name: str, value: Any) -> Any:
         if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 3600:
             return float(value)
         raise ValueError("expected seconds between 0 and 3600")
+    if name == "optimizeUniformShare":
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
+            return float(value)
+        raise ValueError("expected a share between 0 and 1")
     if name == "policyModelPath":
         if value is None or isinstance(value, str):
             return value or None

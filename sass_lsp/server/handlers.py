@@ -632,10 +632,12 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         def run() -> object:
             from sass_lsp.policy.candidates import DEFAULT_SEARCH, policy_search
 
-            search = policy_search(DEFAULT_SEARCH, text, snap.arch, net=net, kernel=spec.kernel)
+            search = policy_search(
+                DEFAULT_SEARCH, text, snap.arch, net=net, kernel=spec.kernel, uniform_share=share
+            )
             return optimize(search, measure, budget, on_trial=on_trial)
 
-        budget = ls.settings.optimizeBudgetS
+        budget, share = ls.settings.optimizeBudgetS, ls.settings.optimizeUniformShare
         async with prog as cancelled:
             runner = GpuRunner()
             measure = GpuMeasure(runner, assembled.cubin, spec, spec.label)
@@ -648,13 +650,20 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             why = conf.message if conf is not None else "none was faster than the original when screened"
             message = f"{head}; nothing verified faster: {why}"
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Info, message=message))
-            return {"ok": False, "verdict": "not_faster", "message": message, "choices": []}
+            return {
+                "ok": False,
+                "verdict": "not_faster",
+                "message": message,
+                "choices": [],
+                "uniform_share": share,
+            }
         edits = reorder.text_edits(snap.index, result.best.candidate.text, snap.doc.eol)
         edit = convert.to_lsp_workspace_edit(edits, ls.columns(snap.doc), uri, snap.version)
         title = f"Apply the verified schedule: {conf.message}"
         detail = "; ".join(result.best.candidate.moves[:4])
         message = f"{head}; best verified: {conf.message}"
-        return {"ok": True, "message": message, "choices": [{"title": title, "detail": detail, "edit": edit}]}
+        choice = {"title": title, "detail": detail, "edit": edit}
+        return {"ok": True, "message": message, "choices": [choice], "uniform_share": share}
 
     @ls.command(reorder.CMD_SUGGEST)
     async def cmd_suggest(uri: str) -> dict:
