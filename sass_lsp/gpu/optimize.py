@@ -2,8 +2,8 @@
 
 The search comes from the caller (the CLI and the server pass a policy-guided one from
 :func:`sass_lsp.policy.candidates.policy_search`, by default the surrogate walk, so this module imports no
-torch); each candidate is measured by
-:class:`~sass_lsp.gpu.measure.GpuMeasure` (bit-exact verification, then interleaved timing). The screened
+torch); each candidate is measured by :class:`~sass_lsp.gpu.measure.GpuMeasure` (bit-exact verification,
+then interleaved timing). The screened
 candidate surest faster (highest lower CI bound, :meth:`SearchLog.best`) is measured again by the full
 verified bench on fresh seeds — screened figures are biased upwards (the winner's curse), the confirmation
 is not — and is written out only if that confirmation says it is verified faster. Outputs (all atomic):

@@ -1,8 +1,8 @@
 """Feature: a measured profile in the editor. ``sass-lsp profile`` writes ``K.profile.json`` beside the kernel
 (:mod:`sass_lsp.model.profile`: per-instruction records keyed by the SASS offset from the kernel's first
-instruction). Here those records are mapped onto lines of the ``.cuasm``
-text: hover on an instruction shows its top stall reasons and executed count, and the kernel's code lens names
-the hottest window of instructions.
+instruction). Here those records are mapped onto lines of the ``.cuasm`` text: hover on an instruction shows
+its top stall reasons and executed count, and the kernel's code lens names the hottest window of
+instructions.
 
 Offsets map to lines through the ``/*0040*/`` comments of the kernel's text section, or, where a line has
 none, through the instruction order (16 bytes each). The profile names no kernel, so the kernel whose
