@@ -112,17 +112,16 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
         raise CliError(
             "--out names one output stem\n  hint: leave it out with several kernels (K.optimized.*)"
         )
-    if not 0.0 <= args.uniform_share <= 1.0:
-        raise CliError(
-            f"--uniform-share {args.uniform_share:g} is not a share\n  hint: a number from 0 (the policy's "
-            "draws only) to 1 (all uniform); 0.5 is what the model card measured on triton_matmul"
-        )
-    if args.uniform_share and args.search != "policy_surrogate":
-        raise CliError(
-            f"--uniform-share applies to --search policy_surrogate, not {args.search}\n"
-            "  hint: leave --search at its default, or drop --uniform-share"
-        )
     from sass_lsp.gpu.optimize import output_path
+    from sass_lsp.policy.candidates import check_uniform_share
+
+    try:  # here, before any kernel runs, not in each job
+        check_uniform_share(args.search, args.uniform_share)
+    except ValueError as exc:
+        raise CliError(
+            f"--uniform-share: {exc}\n  hint: 0.5 with the default --search is what the model card measured "
+            "on triton_matmul"
+        ) from exc
 
     jobs = [
         OptimizeJob(

@@ -106,8 +106,8 @@ def test_uniform_share_reaches_the_walk_and_the_report(two_kernels: list[Optimiz
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--uniform-share", "1.5"], "--uniform-share 1.5 is not a share"),
-        (["--uniform-share", "0.5", "--search", "beam"], "applies to --search policy_surrogate, not beam"),
+        (["--uniform-share", "1.5"], "--uniform-share: uniform share 1.5 is not a share"),
+        (["--uniform-share", "0.5", "--search", "beam"], "applies to the policy_surrogate search, not beam"),
     ],
 )
 def test_cli_refuses_a_uniform_share_it_cannot_use(

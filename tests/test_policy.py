@@ -505,3 +505,19 @@ def test_policy_draw_takes_its_uniform_share_on_a_real_kernel():
     # at a low temperature the policy's support is its favourite alone: 1 by weight, then the 8 uniform
     cold = policy_draw(net, temperature=1e-3, uniform_share=0.5)(game, random.Random(0), 16)
     assert cold[0] == favourite and len(cold) == len(set(cold)) == 9
+
+
+def test_policy_search_refuses_a_uniform_share_it_would_not_use():
+    """Only ``policy_surrogate`` draws, so a share given to another search (the server's setting, if the
+    default search changed) is an error, not silently ignored; a share is 0..1."""
+    from sass_lsp.policy.candidates import policy_search
+
+    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
+    for name in ("beam", "policy_annealing"):
+        with pytest.raises(ValueError, match=f"applies to the policy_surrogate search, not {name}"):
+            policy_search(name, text, arch, net=net, uniform_share=0.5)
+        assert callable(policy_search(name, text, arch, net=net))
+    with pytest.raises(ValueError, match="uniform share 1.5 is not a share"):
+        policy_search("policy_surrogate", text, arch, net=net, uniform_share=1.5)
+    assert callable(policy_search("policy_surrogate", text, arch, net=net, uniform_share=1.0))

@@ -181,6 +181,17 @@ SEARCHES = ("beam", "policy_annealing", "policy_surrogate")
 DEFAULT_SEARCH = "policy_surrogate"
 
 
+def check_uniform_share(name: str, share: float) -> None:
+    """Refuse a uniform share the search ``name`` cannot use (ValueError): only ``policy_surrogate`` draws,
+    and a share is a number from 0 to 1."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(
+            f"uniform share {share:g} is not a share (0: the policy's draws only, 1: all uniform)"
+        )
+    if share and name != "policy_surrogate":
+        raise ValueError(f"a uniform share applies to the policy_surrogate search, not {name}")
+
+
 def policy_search(
     name: str,
     original: str,
@@ -196,7 +207,8 @@ def policy_search(
     (annealing's walk with each move drawn from the policy) or ``policy_surrogate`` (that walk measuring,
     of 16 moves the policy draws, the one a surrogate fitted to the measurements so far predicts fastest:
     :mod:`sass_lsp.schedule.surrogate`; ``uniform_share`` of the 16 drawn uniformly instead, for the
-    evaluation's ``policy_surrogate_mix``)."""
+    evaluation's ``policy_surrogate_mix``; :func:`check_uniform_share` refuses one that is not used)."""
+    check_uniform_share(name, uniform_share)
     if name == "beam":
         return partial(beam, policy_expander(original, arch, net=net, kernel=kernel, seed=seed), original)
     if name == "policy_annealing":
