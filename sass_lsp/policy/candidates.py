@@ -150,7 +150,8 @@ def draw_rows(weights: list[float], k: int, rng: random.Random, uniform_share: f
     ``benchmarks/policy_prior.py`` asks what other shares would draw, the policy having put 0.015 of its
     mass on sgemm_tiled on the tenth of first moves a surrogate of the H200's random-move run rates best,
     and ``benchmarks/reorder_eval.py``'s ``policy_surrogate_mix`` times a share of 1/2 on the GPU (``optimize
-    --uniform-share``; on triton_matmul 1.0430 against 1.0200 with a share of 0, H200 run 45)."""
+    --uniform-share``; on the H200, ahead of a share of 0 on triton_matmul, 1.0430 against 1.0200, and behind
+    it on rmsnorm_f32_4096, 1.0000 against 1.0041: runs 45-49, model card)."""
     rows: list[int] = []
     n_policy = k - round(k * uniform_share)
     # by weight from the rows of positive weight only: with subnormal weights, choices' rounding over all
@@ -177,7 +178,7 @@ def move_weights(net: PolicyNet, game: ReorderGame, temperature: float) -> list[
 # ``optimize --search``; the evaluation's policy-guided methods
 SEARCHES = ("beam", "policy_annealing", "policy_surrogate")
 # the one whose 300 s H200 rows have the highest geometric mean of the three over the six held-out kernels
-# (1.0083 against 1.0067 and 1.0066, runs 37-43: model card); its half-uniform mix has one row so far (run 45)
+# (1.0083 against 1.0067 and 1.0066, runs 37-43: model card); its half-uniform mix lacks a row on one kernel
 DEFAULT_SEARCH = "policy_surrogate"
 
 
