@@ -29,7 +29,8 @@ class Settings:
 
     optimizeUniformShare: float = 0.0
     """Share of the 16 moves "Optimize schedule"'s surrogate walk draws uniformly instead of from the policy
-    (0-1; 0.5 confirmed 1.0430 against 1.0200 on triton_matmul in one H200 run, model card)."""
+    (0-1; on the H200 0.5 confirmed 1.0430 against 1.0200 on triton_matmul, but 1.0000 against 1.0041 on
+    rmsnorm_f32_4096: model card)."""
 
     policyModelPath: str | None = None
     """Checkpoint of the reorder policy (a directory; relative to the workspace folder); ``None``: the one
