@@ -119,8 +119,8 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
         check_uniform_share(args.search, args.uniform_share)
     except ValueError as exc:
         raise CliError(
-            f"--uniform-share: {exc}\n  hint: 0.5 with the default --search is what the model card measured "
-            "on triton_matmul"
+            f"--uniform-share: {exc}\n  hint: a share from 0 to 1 with the default --search; the model card "
+            "measured 0.5"
         ) from exc
 
     jobs = [
