@@ -16,7 +16,8 @@ faster so far, ``search.beam``: the policy guided by the GPU's measurements), ``
 (annealing's walk on GPU time with each move drawn from the policy instead of uniformly),
 ``policy_surrogate`` (that walk measuring, of 16 moves the policy draws, the one an online surrogate of the
 measurements so far predicts fastest), ``policy_surrogate_mix`` (the same with half of the 16 drawn
-uniformly, which ``policy_prior.py`` rates above the policy's alone on sgemm_tiled and triton_matmul) and
+uniformly, which ``policy_prior.py`` rates above the policy's alone on sgemm_tiled and triton_matmul;
+``optimize``'s default since its six 300 s rows led) and
 ``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart).
 
     python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json

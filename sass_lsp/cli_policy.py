@@ -98,7 +98,9 @@ class OptimizeJob:
     policy: Path | None
     seed: int
     search: str = "policy_surrogate"  # policy.candidates.SEARCHES, DEFAULT_SEARCH
-    uniform_share: float = 0.0  # policy_surrogate: the share of its draws made uniformly
+    uniform_share: float | None = (
+        None  # policy_surrogate's share of uniform draws; None: the search's default
+    )
 
 
 def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
@@ -113,14 +115,14 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
             "--out names one output stem\n  hint: leave it out with several kernels (K.optimized.*)"
         )
     from sass_lsp.gpu.optimize import output_path
-    from sass_lsp.policy.candidates import check_uniform_share
+    from sass_lsp.policy.candidates import resolve_uniform_share
 
     try:  # here, before any kernel runs, not in each job
-        check_uniform_share(args.search, args.uniform_share)
+        share = resolve_uniform_share(args.search, args.uniform_share)
     except ValueError as exc:
         raise CliError(
-            f"--uniform-share: {exc}\n  hint: a share from 0 to 1 with the default --search; the model card "
-            "measured 0.5"
+            f"--uniform-share: {exc}\n  hint: a share from 0 to 1 with the default --search (its default "
+            "is 0.5); leave it out with the other searches"
         ) from exc
 
     jobs = [
@@ -132,7 +134,7 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
             args.policy,
             args.seed,
             args.search,
-            args.uniform_share,
+            share,
         )
         for cuasm, launch in zip(args.cuasm, launches, strict=True)
     ]
@@ -151,7 +153,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     from sass_lsp.gpu import GpuRunner, SpecError, load_spec
     from sass_lsp.gpu.measure import GpuMeasure
     from sass_lsp.gpu.optimize import optimize, output_path, report_dict, write_outputs
-    from sass_lsp.policy.candidates import policy_search
+    from sass_lsp.policy.candidates import policy_search, resolve_uniform_share
 
     text, arch = _text_and_arch(job.cuasm)
     try:
@@ -163,8 +165,9 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     except AssembleError as exc:
         raise CliError(str(exc)) from exc
     net = load_net(job.policy)
+    share = resolve_uniform_share(job.search, job.uniform_share)
     search = policy_search(
-        job.search, text, arch, net=net, kernel=spec.kernel, seed=job.seed, uniform_share=job.uniform_share
+        job.search, text, arch, net=net, kernel=spec.kernel, seed=job.seed, uniform_share=share
     )
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
@@ -174,7 +177,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
         measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path, original_text=text)
         result = optimize(search, measure, job.budget, on_trial=on_trial)
     report = report_dict(result, kernel=spec.label, budget_s=job.budget)
-    report["search"] = {"name": job.search, "uniform_share": job.uniform_share}
+    report["search"] = {"name": job.search, "uniform_share": share}
     paths = write_outputs(result, job.out_stem, report)
     conf = result.confirmation
     if result.verified and conf is not None:
@@ -489,16 +492,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         default="policy_surrogate",
         help="beam: the policy expands the schedules measured surest faster; policy_annealing: annealing on "
         "GPU time, each move drawn from the policy; policy_surrogate (default): that walk measuring the "
-        "move, of 16 the policy draws, that a model fitted to the measurements so far predicts fastest",
+        "move, of 16 drawn (by the policy, and a share uniformly: --uniform-share), that a model fitted to "
+        "the measurements so far predicts fastest",
     )
     p.add_argument(
         "--uniform-share",
         type=float,
-        default=0.0,
         metavar="SHARE",
         help="policy_surrogate only: draw this share of the 16 moves uniformly instead of from the policy "
-        "(0; on the H200 0.5 confirmed 1.0430 on triton_matmul against 1.0200 with 0, but 1.0000 on "
-        "rmsnorm_f32_4096 against 1.0041: model card)",
+        "(default 0.5: over six kernels on the H200 1.0113 against 0's 1.0083, ahead on triton_matmul, "
+        "1.0430 against 1.0200, behind on rmsnorm_f32_4096, 1.0000 against 1.0041: model card)",
     )
     p.set_defaults(func=cmd_optimize)
 

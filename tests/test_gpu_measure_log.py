@@ -69,10 +69,26 @@ def test_optimize_offers_exactly_the_policy_s_searches() -> None:
     pytest.importorskip("torch")
     from sass_lsp.cli import build_parser
     from sass_lsp.cli_policy import OptimizeJob
-    from sass_lsp.policy.candidates import DEFAULT_SEARCH, SEARCHES, policy_search
+    from sass_lsp.ide.settings import Settings
+    from sass_lsp.policy.candidates import (
+        DEFAULT_SEARCH,
+        DEFAULT_UNIFORM_SHARE,
+        SEARCHES,
+        policy_search,
+        resolve_uniform_share,
+    )
 
     args = build_parser().parse_args(["optimize", "k.cuasm"])
     assert args.search == DEFAULT_SEARCH == OptimizeJob.search
+    # the CLI's and the editor's default share are the measured one, and it never reaches a search that
+    # draws no moves (so --search beam alone is not refused)
+    assert args.uniform_share is None and OptimizeJob.uniform_share is None
+    assert (
+        resolve_uniform_share(DEFAULT_SEARCH, None)
+        == DEFAULT_UNIFORM_SHARE
+        == Settings().optimizeUniformShare
+    )
+    assert resolve_uniform_share("beam", None) == resolve_uniform_share("policy_annealing", None) == 0.0
     for name in SEARCHES:
         assert build_parser().parse_args(["optimize", "k.cuasm", "--search", name]).search == name
     with pytest.raises(SystemExit):

@@ -89,17 +89,17 @@ def test_outputs_never_overwrite_the_input(two_kernels: list[OptimizeJob]) -> No
 
 def test_uniform_share_reaches_the_walk_and_the_report(two_kernels: list[OptimizeJob]) -> None:
     """``--uniform-share`` changes what the surrogate walk draws (the same seed, other first moves) and the
-    report names the search that made it."""
+    report names the search and the share that made it (none given: the default, 0.5)."""
     first_moves = {}
-    for share in (0.0, 1.0):
+    for share, used in ((0.0, 0.0), (1.0, 1.0), (None, 0.5)):
         job = dataclasses.replace(
-            two_kernels[0], uniform_share=share, out_stem=two_kernels[0].out_stem.with_suffix(f".s{share:g}")
+            two_kernels[0], uniform_share=share, out_stem=two_kernels[0].out_stem.with_suffix(f".s{used:g}")
         )
         summary = optimize_one(job)
         assert "error" not in summary, summary
         report = json.loads(output_path(job.out_stem, ".report.json").read_text())
-        assert report["search"] == {"name": "policy_surrogate", "uniform_share": share}
-        first_moves[share] = report["trials"][0]["moves"]
+        assert report["search"] == {"name": "policy_surrogate", "uniform_share": used}
+        first_moves[used] = report["trials"][0]["moves"]
     assert first_moves[0.0] != first_moves[1.0], first_moves
 
 

@@ -476,7 +476,7 @@ async def test_optimize_schedule_screens_candidates_on_the_worker_and_offers_onl
     path.with_name("optimize.launch.toml").write_text(write_spec(spec))
     client.workspace_did_change_configuration(
         lsp.DidChangeConfigurationParams(
-            settings={"sass-lsp": {"optimizeBudgetS": 0.01, "optimizeUniformShare": 0.5}}
+            settings={"sass-lsp": {"optimizeBudgetS": 0.01, "optimizeUniformShare": 0.25}}
         )
     )
     result = await asyncio.wait_for(
@@ -485,6 +485,6 @@ async def test_optimize_schedule_screens_candidates_on_the_worker_and_offers_onl
         ),
         timeout=240,
     )
-    assert result["ok"] is False and result["choices"] == [] and result["uniform_share"] == 0.5, result
+    assert result["ok"] is False and result["choices"] == [] and result["uniform_share"] == 0.25, result
     m = re.search(r"(\d+) candidates in \d+ GPU s \((\d+) rejected\)", result["message"])
     assert m and int(m.group(1)) >= 1 and m.group(1) == m.group(2), result["message"]

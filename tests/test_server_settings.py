@@ -52,11 +52,11 @@ def test_client_payload_structures_cleanly() -> None:
 
 
 def test_optimize_uniform_share_is_a_share() -> None:
-    settings, warnings = settings_from_raw({"optimizeUniformShare": 0.5})
-    assert warnings == [] and settings.optimizeUniformShare == 0.5
+    settings, warnings = settings_from_raw({"optimizeUniformShare": 0.25})
+    assert warnings == [] and settings.optimizeUniformShare == 0.25
     for bad in (1.5, -0.1, True, "half"):
         settings, warnings = settings_from_raw({"optimizeUniformShare": bad})
-        assert settings.optimizeUniformShare == 0.0, bad
+        assert settings.optimizeUniformShare == Settings().optimizeUniformShare, bad
         assert (
             len(warnings) == 1 and "optimizeUniformShare" in warnings[0] and "between 0 and 1" in warnings[0]
         )

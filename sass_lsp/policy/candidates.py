@@ -146,12 +146,11 @@ def policy_draw(
 
 def draw_rows(weights: list[float], k: int, rng: random.Random, uniform_share: float = 0.0) -> list[int]:
     """Up to ``k`` distinct rows: ``k - round(k * uniform_share)`` drawn one by one by ``weights`` without
-    replacement, then the rest uniformly from the rows left. ``policy_surrogate`` draws with a share of 0;
-    ``benchmarks/policy_prior.py`` asks what other shares would draw, the policy having put 0.015 of its
-    mass on sgemm_tiled on the tenth of first moves a surrogate of the H200's random-move run rates best,
-    and ``benchmarks/reorder_eval.py``'s ``policy_surrogate_mix`` times a share of 1/2 on the GPU (``optimize
-    --uniform-share``; on the H200, ahead of a share of 0 on triton_matmul, 1.0430 against 1.0200, and behind
-    it on rmsnorm_f32_4096, 1.0000 against 1.0041: runs 45-49, model card)."""
+    replacement, then the rest uniformly from the rows left. ``policy_surrogate`` draws with a share of
+    :data:`DEFAULT_UNIFORM_SHARE` unless told otherwise; ``benchmarks/policy_prior.py`` asks what other shares
+    would draw, the policy having put 0.015 of its mass on sgemm_tiled on the tenth of first moves a
+    surrogate of the H200's random-move run rates best, and ``benchmarks/reorder_eval.py`` times a share of
+    0 (``policy_surrogate``) and 1/2 (``policy_surrogate_mix``) on the GPU."""
     rows: list[int] = []
     n_policy = k - round(k * uniform_share)
     # by weight from the rows of positive weight only: with subnormal weights, choices' rounding over all
@@ -178,19 +177,27 @@ def move_weights(net: PolicyNet, game: ReorderGame, temperature: float) -> list[
 # ``optimize --search``; the evaluation's policy-guided methods
 SEARCHES = ("beam", "policy_annealing", "policy_surrogate")
 # the one whose 300 s H200 rows have the highest geometric mean of the three over the six held-out kernels
-# (1.0083 against 1.0067 and 1.0066, runs 37-43: model card); its half-uniform mix lacks a row on one kernel
+# (1.0083 against 1.0067 and 1.0066, runs 37-43: model card)
 DEFAULT_SEARCH = "policy_surrogate"
+# its share of uniform draws when none is given: with 0.5 (the evaluation's ``policy_surrogate_mix``) its
+# six 300 s H200 rows have a geometric mean of 1.0113 against 0.0's 1.0083, ahead on triton_matmul (1.0430
+# against 1.0200) and behind on rmsnorm_f32_4096 (1.0000 against 1.0041); one run per cell (runs 45-50)
+DEFAULT_UNIFORM_SHARE = 0.5
 
 
-def check_uniform_share(name: str, share: float) -> None:
-    """Refuse a uniform share the search ``name`` cannot use (ValueError): only ``policy_surrogate`` draws,
-    and a share is a number from 0 to 1."""
+def resolve_uniform_share(name: str, share: float | None) -> float:
+    """The uniform share the search ``name`` draws with: ``share``, or with ``None`` the search's default
+    (:data:`DEFAULT_UNIFORM_SHARE` for ``policy_surrogate``, 0 for the searches that draw no moves).
+    ValueError for a share the search cannot use: only ``policy_surrogate`` draws, and a share is 0..1."""
+    if share is None:
+        return DEFAULT_UNIFORM_SHARE if name == "policy_surrogate" else 0.0
     if not 0.0 <= share <= 1.0:
         raise ValueError(
             f"uniform share {share:g} is not a share (0: the policy's draws only, 1: all uniform)"
         )
     if share and name != "policy_surrogate":
         raise ValueError(f"a uniform share applies to the policy_surrogate search, not {name}")
+    return share
 
 
 def policy_search(
@@ -201,15 +208,15 @@ def policy_search(
     net: PolicyNet,
     kernel: str | None = None,
     seed: int = 0,
-    uniform_share: float = 0.0,
+    uniform_share: float | None = None,
 ) -> Callable[..., SearchLog]:
     """A policy-guided search over GPU measurements, ``(measure, budget, on_trial=...) -> SearchLog``:
     ``beam`` (the policy expanding the schedules measured surest faster), ``policy_annealing``
     (annealing's walk with each move drawn from the policy) or ``policy_surrogate`` (that walk measuring,
     of 16 moves the policy draws, the one a surrogate fitted to the measurements so far predicts fastest:
-    :mod:`sass_lsp.schedule.surrogate`; ``uniform_share`` of the 16 drawn uniformly instead, for the
-    evaluation's ``policy_surrogate_mix``; :func:`check_uniform_share` refuses one that is not used)."""
-    check_uniform_share(name, uniform_share)
+    :mod:`sass_lsp.schedule.surrogate`; ``uniform_share`` of the 16 drawn uniformly instead, ``None``: the
+    search's default; :func:`resolve_uniform_share` refuses one that is not used)."""
+    uniform_share = resolve_uniform_share(name, uniform_share)
     if name == "beam":
         return partial(beam, policy_expander(original, arch, net=net, kernel=kernel, seed=seed), original)
     if name == "policy_annealing":
