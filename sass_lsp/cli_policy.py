@@ -98,9 +98,7 @@ class OptimizeJob:
     policy: Path | None
     seed: int
     search: str = "policy_surrogate"  # policy.candidates.SEARCHES, DEFAULT_SEARCH
-    uniform_share: float | None = (
-        None  # policy_surrogate's share of uniform draws; None: the search's default
-    )
+    uniform_share: float | None = None  # policy_surrogate's share of uniform draws; None: its default
 
 
 def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
