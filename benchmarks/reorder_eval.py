@@ -134,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", nargs="*", default=list(METHODS))
     ap.add_argument("--json", type=Path, help="write every row (and the raw trials) here")
     ap.add_argument("--log", type=Path, help="JSON-lines log of every GPU measurement")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--seed", type=int, default=0, help="the searches' random stream (random replays its moves under one)"
+    )
     ap.add_argument("--table", type=Path, nargs="+", help="only tabulate the rows in these run logs")
     args = ap.parse_args(argv)
     if args.table:
@@ -171,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                     "kernel": name,
                     "origin": origin,
                     "method": method,
+                    "seed": args.seed,  # the search's proposals: a repeat with the same seed replays them
                     "candidates": len(log.trials),
                     "rejected": sum(not t.result.accepted for t in log.trials),
                     "screen_best": best.result.speedup if best else None,  # the one confirmed

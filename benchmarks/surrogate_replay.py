@@ -11,7 +11,14 @@ drawing ten candidates and measuring one could get, against a uniform pick and a
 independent samples (random legal moves: runs 23 and 24) are the fair test; a walk's log (annealing) drifts,
 so its later schedules are near its earlier ones.
 
+With ``--fit-on``, the surrogate is fitted instead on every schedule of those logs (the walks of one kernel)
+and scored on all of each log given (an independent sample of the same kernel): Spearman, and where the
+log's five best screened schedules rank among its predictions. That asks whether a walk's model would have
+led it to what independent samples found.
+
     python benchmarks/surrogate_replay.py benchmarks/results/reorder_measurements_h200_run{23,24}.jsonl.gz
+    python benchmarks/surrogate_replay.py benchmarks/results/reorder_measurements_h200_run54.jsonl.gz \
+        --fit-on benchmarks/results/reorder_measurements_h200_run{33,40,47}.jsonl.gz
 """
 
 from __future__ import annotations
@@ -63,12 +70,41 @@ def replay(xs: np.ndarray, ys: np.ndarray, n_fit: int) -> dict[str, float | None
     }
 
 
+def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
+    """Fitted on every schedule of ``fit_on``, scored on each of ``logs`` (all of one kernel)."""
+    fitted = [samples(p, arch) for p in fit_on]
+    model = Surrogate(fitted[0][1].shape[1])
+    for _, xs, ys in fitted:
+        for x, y in zip(xs, ys, strict=True):
+            model.add(x, float(y))
+    n_fit = sum(len(ys) for _, _, ys in fitted)
+    print(
+        "| log | kernel | schedules | fitted on | Spearman | its 5 best screened: speedup (rank predicted) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for path in logs:
+        kernel, xs, ys = samples(path, arch)
+        if any(k != kernel for k, _, _ in fitted):
+            raise SystemExit(f"{path}: {kernel}, but --fit-on holds another kernel's logs")
+        predicted = model.predict(xs)
+        rank = np.argsort(np.argsort(-predicted)) + 1
+        best = np.argsort(-ys)[:5]
+        shown = ", ".join(f"{math.exp(ys[i]):.4f} ({rank[i]})" for i in best)
+        rho = spearman(predicted.tolist(), ys.tolist())
+        rho_text = "–" if rho is None else f"{rho:+.2f}"
+        print(f"| {path.name} | {kernel} | {len(ys)} | {n_fit} | {rho_text} | {shown} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", type=Path, nargs="+")
     ap.add_argument("--fit", type=int, nargs="+", default=[50, 100, 200], help="schedules to fit on first")
+    ap.add_argument("--fit-on", type=Path, nargs="+", help="fit on these logs, score all of each log given")
     ap.add_argument("--arch", default="sm_90")
     args = ap.parse_args(argv)
+    if args.fit_on:
+        cross(args.fit_on, args.logs, args.arch)
+        return 0
     print(
         "| log | kernel | schedules | fitted on | Spearman (rest) | mean of 10 | best-predicted of 10 "
         "| best of 10 |"
