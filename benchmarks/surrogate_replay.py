@@ -38,6 +38,38 @@ from sass_lsp.schedule.surrogate import Surrogate, displacements
 GROUP = 10
 
 
+def instruction(path: Path, arch: str, node: int) -> str:
+    """The text of ``node`` of a log's original (its opcode and operands)."""
+    original = next(r for r in read_log(path) if r["kind"] == "original")
+    orders = OriginalOrders(original["text"], arch, original.get("function"))
+    line = original["text"].splitlines()[orders.k.nodes[node].line - 1]
+    return line.split("*/")[-1].strip().rstrip(" ;")
+
+
+def explain(path: Path, arch: str, model: Surrogate, xs: np.ndarray, ys: np.ndarray) -> str:
+    """Why ``model`` rates the log's best schedule as it does: the instruction whose move weighs most in its
+    prediction (the prediction with that instruction left in place, minus the prediction), and how the log's
+    schedules that move it at least half as far the same way fared."""
+    i = int(np.argmax(ys))
+    moved = np.flatnonzero(xs[i])
+    unmoved = np.repeat(xs[i : i + 1], len(moved), axis=0)
+    unmoved[np.arange(len(moved)), moved] = 0.0
+    terms = model.predict(xs[i : i + 1])[0] - model.predict(unmoved)
+    j = int(moved[np.argmax(np.abs(terms))])
+    d = xs[i, j]
+    half = math.ceil(abs(d) / 2) * np.sign(d)
+    alike = np.flatnonzero(xs[:, j] * np.sign(d) >= abs(half))
+    top = set(np.argsort(-ys)[:12].tolist())
+    predicted = math.exp(model.predict(xs[i : i + 1])[0])
+    term = math.expm1(terms[moved == j][0])
+    return (
+        f"{path.name}: best {math.exp(ys[i]):.4f}, predicted {predicted:.4f}; its weightiest move: node {j} "
+        f"(`{instruction(path, arch, j)}`) by {d:+.0f} slots, {term:+.2%} predicted; {len(alike)} of the "
+        f"log's {len(ys)} schedules move it {half:+.0f} or further: median "
+        f"{math.exp(np.median(ys[alike])):.4f}, {len(top & set(alike.tolist()))} of its 12 best"
+    )
+
+
 def samples(path: Path, arch: str) -> tuple[str, np.ndarray, np.ndarray]:
     """(kernel, displacement rows, log screened speedups) of a log's matched screens, in measured order."""
     records = read_log(path)
@@ -82,10 +114,12 @@ def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
         "| log | kernel | schedules | fitted on | Spearman | its 5 best screened: speedup (rank predicted) |"
     )
     print("|---|---|---|---|---|---|")
+    notes = []
     for path in logs:
         kernel, xs, ys = samples(path, arch)
         if any(k != kernel for k, _, _ in fitted):
             raise SystemExit(f"{path}: {kernel}, but --fit-on holds another kernel's logs")
+        notes.append(explain(path, arch, model, xs, ys))
         predicted = model.predict(xs)
         rank = np.argsort(np.argsort(-predicted)) + 1
         best = np.argsort(-ys)[:5]
@@ -93,6 +127,7 @@ def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
         rho = spearman(predicted.tolist(), ys.tolist())
         rho_text = "–" if rho is None else f"{rho:+.2f}"
         print(f"| {path.name} | {kernel} | {len(ys)} | {n_fit} | {rho_text} | {shown} |")
+    print("\n".join(["", *notes]))
 
 
 def main(argv: list[str] | None = None) -> int:
