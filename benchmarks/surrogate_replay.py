@@ -46,10 +46,18 @@ def instruction(path: Path, arch: str, node: int) -> str:
     return line.split("*/")[-1].strip().rstrip(" ;")
 
 
-def explain(path: Path, arch: str, model: Surrogate, xs: np.ndarray, ys: np.ndarray) -> str:
+def explain(
+    path: Path,
+    arch: str,
+    model: Surrogate,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    fit_xs: np.ndarray,
+    fit_ys: np.ndarray,
+) -> str:
     """Why ``model`` rates the log's best schedule as it does: the instruction whose move weighs most in its
-    prediction (the prediction with that instruction left in place, minus the prediction), and how the log's
-    schedules that move it at least half as far the same way fared."""
+    prediction (the prediction with that instruction left in place, minus the prediction), and how the
+    schedules that move it at least half as far the same way fared, in the log and in those fitted on."""
     i = int(np.argmax(ys))
     moved = np.flatnonzero(xs[i])
     unmoved = np.repeat(xs[i : i + 1], len(moved), axis=0)
@@ -60,13 +68,17 @@ def explain(path: Path, arch: str, model: Surrogate, xs: np.ndarray, ys: np.ndar
     half = math.ceil(abs(d) / 2) * np.sign(d)
     alike = np.flatnonzero(xs[:, j] * np.sign(d) >= abs(half))
     top = set(np.argsort(-ys)[:12].tolist())
+    in_fit = fit_ys[fit_xs[:, j] * np.sign(d) >= abs(half)]
+    fitted_alike = len(in_fit)
+    fitted_best = f", at most {math.exp(in_fit.max()):.4f}" if fitted_alike else ""
     predicted = math.exp(model.predict(xs[i : i + 1])[0])
     term = math.expm1(terms[moved == j][0])
     return (
         f"{path.name}: best {math.exp(ys[i]):.4f}, predicted {predicted:.4f}; its weightiest move: node {j} "
         f"(`{instruction(path, arch, j)}`) by {d:+.0f} slots, {term:+.2%} predicted; {len(alike)} of the "
         f"log's {len(ys)} schedules move it {half:+.0f} or further: median "
-        f"{math.exp(np.median(ys[alike])):.4f}, {len(top & set(alike.tolist()))} of its 12 best"
+        f"{math.exp(np.median(ys[alike])):.4f}, {len(top & set(alike.tolist()))} of its 12 best; "
+        f"{fitted_alike} of the {len(fit_ys)} fitted on do{fitted_best}"
     )
 
 
@@ -109,7 +121,8 @@ def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
     for _, xs, ys in fitted:
         for x, y in zip(xs, ys, strict=True):
             model.add(x, float(y))
-    n_fit = sum(len(ys) for _, _, ys in fitted)
+    fit_xs, fit_ys = np.vstack([xs for _, xs, _ in fitted]), np.concatenate([ys for _, _, ys in fitted])
+    n_fit = len(fit_ys)
     print(
         "| log | kernel | schedules | fitted on | Spearman | its 5 best screened: speedup (rank predicted) |"
     )
@@ -119,7 +132,7 @@ def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
         kernel, xs, ys = samples(path, arch)
         if any(k != kernel for k, _, _ in fitted):
             raise SystemExit(f"{path}: {kernel}, but --fit-on holds another kernel's logs")
-        notes.append(explain(path, arch, model, xs, ys))
+        notes.append(explain(path, arch, model, xs, ys, fit_xs, fit_ys))
         predicted = model.predict(xs)
         rank = np.argsort(np.argsort(-predicted)) + 1
         best = np.argsort(-ys)[:5]
