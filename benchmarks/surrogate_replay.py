@@ -59,26 +59,25 @@ def explain(
     prediction (the prediction with that instruction left in place, minus the prediction), and how the
     schedules that move it at least half as far the same way fared, in the log and in those fitted on."""
     i = int(np.argmax(ys))
+    prediction = model.predict(xs[i : i + 1])[0]
     moved = np.flatnonzero(xs[i])
     unmoved = np.repeat(xs[i : i + 1], len(moved), axis=0)
     unmoved[np.arange(len(moved)), moved] = 0.0
-    terms = model.predict(xs[i : i + 1])[0] - model.predict(unmoved)
-    j = int(moved[np.argmax(np.abs(terms))])
-    d = xs[i, j]
-    half = math.ceil(abs(d) / 2) * np.sign(d)
+    terms = prediction - model.predict(unmoved)
+    k = int(np.argmax(np.abs(terms)))
+    j, d = int(moved[k]), xs[i, moved[k]]
+    half = math.ceil(abs(d) / 2) * np.sign(d)  # "at least half as far the same way"
     alike = np.flatnonzero(xs[:, j] * np.sign(d) >= abs(half))
-    top = set(np.argsort(-ys)[:12].tolist())
     in_fit = fit_ys[fit_xs[:, j] * np.sign(d) >= abs(half)]
-    fitted_alike = len(in_fit)
-    fitted_best = f", at most {math.exp(in_fit.max()):.4f}" if fitted_alike else ""
-    predicted = math.exp(model.predict(xs[i : i + 1])[0])
-    term = math.expm1(terms[moved == j][0])
+    top = set(np.argsort(-ys)[:12].tolist())
+    fitted_best = f", at most {math.exp(in_fit.max()):.4f}" if len(in_fit) else ""
+    term = math.expm1(terms[k])
     return (
-        f"{path.name}: best {math.exp(ys[i]):.4f}, predicted {predicted:.4f}; its weightiest move: node {j} "
-        f"(`{instruction(path, arch, j)}`) by {d:+.0f} slots, {term:+.2%} predicted; {len(alike)} of the "
-        f"log's {len(ys)} schedules move it {half:+.0f} or further: median "
+        f"{path.name}: best {math.exp(ys[i]):.4f}, predicted {math.exp(prediction):.4f}; "
+        f"its weightiest move: node {j} (`{instruction(path, arch, j)}`) by {d:+.0f} slots, {term:+.2%} "
+        f"predicted; {len(alike)} of the log's {len(ys)} schedules move it {half:+.0f} or further: median "
         f"{math.exp(np.median(ys[alike])):.4f}, {len(top & set(alike.tolist()))} of its 12 best; "
-        f"{fitted_alike} of the {len(fit_ys)} fitted on do{fitted_best}"
+        f"{len(in_fit)} of the {len(fit_ys)} fitted on do{fitted_best}"
     )
 
 
