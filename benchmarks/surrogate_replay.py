@@ -38,17 +38,14 @@ from sass_lsp.schedule.surrogate import Surrogate, displacements
 GROUP = 10
 
 
-def instruction(path: Path, arch: str, node: int) -> str:
-    """The text of ``node`` of a log's original (its opcode and operands)."""
-    original = next(r for r in read_log(path) if r["kind"] == "original")
-    orders = OriginalOrders(original["text"], arch, original.get("function"))
-    line = original["text"].splitlines()[orders.k.nodes[node].line - 1]
-    return line.split("*/")[-1].strip().rstrip(" ;")
+def instruction(orders: OriginalOrders, node: int) -> str:
+    """The text of ``node`` of the original (its opcode and operands)."""
+    return orders.lines[orders.k.nodes[node].line - 1].split("*/")[-1].strip().rstrip(" ;")
 
 
 def explain(
     path: Path,
-    arch: str,
+    orders: OriginalOrders,
     model: Surrogate,
     xs: np.ndarray,
     ys: np.ndarray,
@@ -74,7 +71,7 @@ def explain(
     term = math.expm1(terms[k])
     return (
         f"{path.name}: best {math.exp(ys[i]):.4f}, predicted {math.exp(prediction):.4f}; "
-        f"its weightiest move: node {j} (`{instruction(path, arch, j)}`) by {d:+.0f} slots, {term:+.2%} "
+        f"its weightiest move: node {j} (`{instruction(orders, j)}`) by {d:+.0f} slots, {term:+.2%} "
         f"predicted; {len(alike)} of the log's {len(ys)} schedules move it {half:+.0f} or further: median "
         f"{math.exp(np.median(ys[alike])):.4f}, {len(top & set(alike.tolist()))} of its 12 best; "
         f"{len(in_fit)} of the {len(fit_ys)} fitted on do{fitted_best}"
@@ -83,6 +80,12 @@ def explain(
 
 def samples(path: Path, arch: str) -> tuple[str, np.ndarray, np.ndarray]:
     """(kernel, displacement rows, log screened speedups) of a log's matched screens, in measured order."""
+    kernel, xs, ys, _ = samples_and_orders(path, arch)
+    return kernel, xs, ys
+
+
+def samples_and_orders(path: Path, arch: str) -> tuple[str, np.ndarray, np.ndarray, OriginalOrders]:
+    """:func:`samples`, and the original's orders they were read against."""
     records = read_log(path)
     original = next(r for r in records if r["kind"] == "original")
     orders = OriginalOrders(original["text"], arch, original.get("function"))
@@ -93,7 +96,7 @@ def samples(path: Path, arch: str) -> tuple[str, np.ndarray, np.ndarray]:
             if got is not None:
                 xs.append(displacements(got, len(orders.k.nodes)))
                 ys.append(math.log(r["speedup"]))
-    return original["kernel"], np.array(xs), np.array(ys)
+    return original["kernel"], np.array(xs), np.array(ys), orders
 
 
 def replay(xs: np.ndarray, ys: np.ndarray, n_fit: int) -> dict[str, float | None]:
@@ -116,11 +119,10 @@ def replay(xs: np.ndarray, ys: np.ndarray, n_fit: int) -> dict[str, float | None
 def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
     """Fitted on every schedule of ``fit_on``, scored on each of ``logs`` (all of one kernel)."""
     fitted = [samples(p, arch) for p in fit_on]
-    model = Surrogate(fitted[0][1].shape[1])
-    for _, xs, ys in fitted:
-        for x, y in zip(xs, ys, strict=True):
-            model.add(x, float(y))
     fit_xs, fit_ys = np.vstack([xs for _, xs, _ in fitted]), np.concatenate([ys for _, _, ys in fitted])
+    model = Surrogate(fit_xs.shape[1])
+    for x, y in zip(fit_xs, fit_ys, strict=True):
+        model.add(x, float(y))
     n_fit = len(fit_ys)
     print(
         "| log | kernel | schedules | fitted on | Spearman | its 5 best screened: speedup (rank predicted) |"
@@ -128,10 +130,10 @@ def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
     print("|---|---|---|---|---|---|")
     notes = []
     for path in logs:
-        kernel, xs, ys = samples(path, arch)
+        kernel, xs, ys, orders = samples_and_orders(path, arch)
         if any(k != kernel for k, _, _ in fitted):
             raise SystemExit(f"{path}: {kernel}, but --fit-on holds another kernel's logs")
-        notes.append(explain(path, arch, model, xs, ys, fit_xs, fit_ys))
+        notes.append(explain(path, orders, model, xs, ys, fit_xs, fit_ys))
         predicted = model.predict(xs)
         rank = np.argsort(np.argsort(-predicted)) + 1
         best = np.argsort(-ys)[:5]
