@@ -17,7 +17,9 @@ faster so far, ``search.beam``: the policy guided by the GPU's measurements), ``
 ``policy_surrogate`` (that walk measuring, of 16 moves the policy draws, the one an online surrogate of the
 measurements so far predicts fastest), ``policy_surrogate_mix`` (the same with half of the 16 drawn
 uniformly, which ``policy_prior.py`` rates above the policy's alone on sgemm_tiled and triton_matmul;
-``optimize``'s default since its six 300 s rows led) and
+``optimize``'s default since its six 300 s rows led), ``policy_surrogate_mix_pairs`` (that search with the
+surrogate over pairs of instructions out of ptxas's order instead of displacements, which
+``surrogate_replay.py`` rates higher) and
 ``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart).
 
     python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json
@@ -59,7 +61,14 @@ from sass_lsp.schedule.search import (
 from sass_lsp.schedule.surrogate import surrogate_annealing
 
 ROOT = Path(__file__).resolve().parents[1]
-POLICY_METHODS = ("policy", "beam", "policy_annealing", "policy_surrogate", "policy_surrogate_mix")  # load it
+POLICY_METHODS = (  # these load the policy
+    "policy",
+    "beam",
+    "policy_annealing",
+    "policy_surrogate",
+    "policy_surrogate_mix",
+    "policy_surrogate_mix_pairs",
+)
 MIX_UNIFORM_SHARE = 0.5  # policy_surrogate_mix: the share of each 16 draws made uniformly
 METHODS = ("random", "greedy", "annealing", *POLICY_METHODS, "surrogate")
 
@@ -118,9 +127,12 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
     if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
         from sass_lsp.policy.candidates import policy_search
 
-        mix = method == "policy_surrogate_mix"  # policy_surrogate itself, a share of its draws uniform
+        mix = method.startswith("policy_surrogate_mix")  # policy_surrogate, a share of its draws uniform
         name, share = ("policy_surrogate", MIX_UNIFORM_SHARE) if mix else (method, 0.0)
-        return policy_search(name, text, arch, net=net, kernel=kernel, seed=seed, uniform_share=share)
+        features = "pairs" if method.endswith("_pairs") else "displacement"
+        return policy_search(
+            name, text, arch, net=net, kernel=kernel, seed=seed, uniform_share=share, features=features
+        )
     raise ValueError(method)
 
 

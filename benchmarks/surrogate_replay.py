@@ -16,6 +16,10 @@ and scored on all of each log given (an independent sample of the same kernel): 
 log's five best screened schedules rank among its predictions. That asks whether a walk's model would have
 led it to what independent samples found.
 
+Each table has a row per feature set of ``surrogate.FEATURES`` (``displacement``: each instruction's
+displacement, the walks' model so far; ``pairs``: the pairs of instructions out of ptxas's order), and
+``--fit-on`` ends with what the pair model's fit and a step's 16 predictions cost on the host at that size.
+
     python benchmarks/surrogate_replay.py benchmarks/results/reorder_measurements_h200_run{23,24}.jsonl.gz
     python benchmarks/surrogate_replay.py benchmarks/results/reorder_measurements_h200_run54.jsonl.gz \
         --fit-on benchmarks/results/reorder_measurements_h200_run{33,40,47}.jsonl.gz
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +38,9 @@ from cost_model_vs_gpu import spearman
 from sass_lsp.gpu.measure import read_log
 from sass_lsp.schedule.canonical import OriginalOrders
 from sass_lsp.schedule.search import apply_edits
-from sass_lsp.schedule.surrogate import Surrogate, displacements
+from sass_lsp.schedule.surrogate import FEATURES, Orders, PairSurrogate, Surrogate
+
+Model = Surrogate | PairSurrogate
 
 GROUP = 10
 
@@ -46,7 +53,7 @@ def instruction(orders: OriginalOrders, node: int) -> str:
 def explain(
     path: Path,
     orders: OriginalOrders,
-    model: Surrogate,
+    model: Model,
     xs: np.ndarray,
     ys: np.ndarray,
     fit_xs: np.ndarray,
@@ -78,33 +85,40 @@ def explain(
     )
 
 
-def samples(path: Path, arch: str) -> tuple[str, np.ndarray, np.ndarray]:
-    """(kernel, displacement rows, log screened speedups) of a log's matched screens, in measured order."""
-    kernel, xs, ys, _ = samples_and_orders(path, arch)
-    return kernel, xs, ys
-
-
-def samples_and_orders(path: Path, arch: str) -> tuple[str, np.ndarray, np.ndarray, OriginalOrders]:
-    """:func:`samples`, and the original's orders they were read against."""
+def samples(path: Path, arch: str) -> tuple[str, list[Orders], np.ndarray, OriginalOrders]:
+    """(kernel, schedules, log screened speedups, the original's orders they were read against) of a log's
+    matched screens, in measured order."""
     records = read_log(path)
     original = next(r for r in records if r["kind"] == "original")
     orders = OriginalOrders(original["text"], arch, original.get("function"))
-    xs, ys = [], []
+    schedules, ys = [], []
     for r in records:
         if r["kind"] == "screen" and r.get("verdict") == "match" and r.get("speedup"):
             got = orders.orders(apply_edits(original["text"], r["edits"]))
             if got is not None:
-                xs.append(displacements(got, len(orders.k.nodes)))
+                schedules.append(got)
                 ys.append(math.log(r["speedup"]))
-    return original["kernel"], np.array(xs), np.array(ys), orders
+    return original["kernel"], schedules, np.array(ys), orders
 
 
-def replay(xs: np.ndarray, ys: np.ndarray, n_fit: int) -> dict[str, float | None]:
-    model = Surrogate(xs.shape[1])
+def fitted(features: str, xs: list[np.ndarray], ys: np.ndarray, n_nodes: int) -> Model:
+    """The ``features`` model fitted on ``xs`` (that feature set's rows) and ``ys``."""
+    model = FEATURES[features][1](n_nodes)
+    for x, y in zip(xs, ys, strict=True):
+        model.add(x, float(y))
+    return model
+
+
+def featurize(features: str, schedules: list[Orders], n_nodes: int) -> list[np.ndarray]:
+    return [FEATURES[features][0](o, n_nodes) for o in schedules]
+
+
+def replay(xs: list[np.ndarray], ys: np.ndarray, n_fit: int, model: Model) -> dict[str, float | None]:
+    """``model`` (empty) fitted on the first ``n_fit`` rows, scored on the rest."""
     for x, y in zip(xs[:n_fit], ys[:n_fit], strict=True):
         model.add(x, float(y))
-    rest_x, rest_y = xs[n_fit:], ys[n_fit:]
-    predicted = model.predict(rest_x)
+    rest_y = ys[n_fit:]
+    predicted = model.predict(xs[n_fit:])
     m = len(rest_y) // GROUP * GROUP
     groups, guesses = rest_y[:m].reshape(-1, GROUP), predicted[:m].reshape(-1, GROUP)
     picked = groups[np.arange(len(groups)), guesses.argmax(1)]
@@ -118,36 +132,61 @@ def replay(xs: np.ndarray, ys: np.ndarray, n_fit: int) -> dict[str, float | None
 
 def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
     """Fitted on every schedule of ``fit_on``, scored on each of ``logs`` (all of one kernel)."""
-    fitted = [samples(p, arch) for p in fit_on]
-    fit_xs, fit_ys = np.vstack([xs for _, xs, _ in fitted]), np.concatenate([ys for _, _, ys in fitted])
-    model = Surrogate(fit_xs.shape[1])
-    for x, y in zip(fit_xs, fit_ys, strict=True):
-        model.add(x, float(y))
-    n_fit = len(fit_ys)
+    runs = [samples(p, arch) for p in fit_on]
+    fit_schedules = [o for _, schedules, _, _ in runs for o in schedules]
+    fit_ys = np.concatenate([ys for _, _, ys, _ in runs])
+    n_nodes = len(runs[0][3].k.nodes)
+    fit_xs = {f: featurize(f, fit_schedules, n_nodes) for f in FEATURES}
+    models = {f: fitted(f, fit_xs[f], fit_ys, n_nodes) for f in FEATURES}
     print(
-        "| log | kernel | schedules | fitted on | Spearman | its 5 best screened: speedup (rank predicted) |"
+        "| log | kernel | features | schedules | fitted on | Spearman "
+        "| its 5 best screened: speedup (rank predicted) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     notes = []
     for path in logs:
-        kernel, xs, ys, orders = samples_and_orders(path, arch)
-        if any(k != kernel for k, _, _ in fitted):
+        kernel, schedules, ys, orders = samples(path, arch)
+        if any(k != kernel for k, *_ in runs):
             raise SystemExit(f"{path}: {kernel}, but --fit-on holds another kernel's logs")
-        notes.append(explain(path, orders, model, xs, ys, fit_xs, fit_ys))
-        predicted = model.predict(xs)
-        rank = np.argsort(np.argsort(-predicted)) + 1
+        dense = np.array(featurize("displacement", schedules, n_nodes))
+        fit_dense = np.array(fit_xs["displacement"])
+        notes.append(explain(path, orders, models["displacement"], dense, ys, fit_dense, fit_ys))
         best = np.argsort(-ys)[:5]
-        shown = ", ".join(f"{math.exp(ys[i]):.4f} ({rank[i]})" for i in best)
-        rho = spearman(predicted.tolist(), ys.tolist())
-        rho_text = "–" if rho is None else f"{rho:+.2f}"
-        print(f"| {path.name} | {kernel} | {len(ys)} | {n_fit} | {rho_text} | {shown} |")
+        for features, model in models.items():
+            predicted = model.predict(featurize(features, schedules, n_nodes))
+            rank = np.argsort(np.argsort(-predicted)) + 1
+            shown = ", ".join(f"{math.exp(ys[i]):.4f} ({rank[i]})" for i in best)
+            rho = spearman(predicted.tolist(), ys.tolist())
+            rho_text = "–" if rho is None else f"{rho:+.2f}"
+            print(
+                f"| {path.name} | {kernel} | {features} | {len(ys)} | {len(fit_ys)} | {rho_text} | {shown} |"
+            )
     print("\n".join(["", *notes]))
+    print(host_cost(fit_xs["pairs"], fit_ys, n_nodes))
+
+
+def host_cost(xs: list[np.ndarray], ys: np.ndarray, n_nodes: int) -> str:
+    """What the pair model costs a walk's host at this many schedules: adding them one at a time (each add
+    keeps the dual's inverse current, as in a walk), the refit a step then makes, and its 16 predictions."""
+    t0 = time.perf_counter()
+    model = fitted("pairs", xs, ys, n_nodes)
+    t1 = time.perf_counter()
+    model.predict(xs[:1])
+    t2 = time.perf_counter()
+    model.predict(xs[:16])
+    t3 = time.perf_counter()
+    return (
+        f"pairs at {len(ys)} schedules: adding them {t1 - t0:.2f} s in all, "
+        f"a refit {1e3 * (t2 - t1):.1f} ms, 16 predictions {1e3 * (t3 - t2):.1f} ms"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", type=Path, nargs="+")
-    ap.add_argument("--fit", type=int, nargs="+", default=[50, 100, 200], help="schedules to fit on first")
+    ap.add_argument(
+        "--fit", type=int, nargs="+", default=[50, 100, 200, 400], help="schedules to fit on first"
+    )
     ap.add_argument("--fit-on", type=Path, nargs="+", help="fit on these logs, score all of each log given")
     ap.add_argument("--arch", default="sm_90")
     args = ap.parse_args(argv)
@@ -155,21 +194,23 @@ def main(argv: list[str] | None = None) -> int:
         cross(args.fit_on, args.logs, args.arch)
         return 0
     print(
-        "| log | kernel | schedules | fitted on | Spearman (rest) | mean of 10 | best-predicted of 10 "
-        "| best of 10 |"
+        "| log | kernel | features | schedules | fitted on | Spearman (rest) | mean of 10 "
+        "| best-predicted of 10 | best of 10 |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for path in args.logs:
-        kernel, xs, ys = samples(path, args.arch)
+        kernel, schedules, ys, orders = samples(path, args.arch)
+        n_nodes = len(orders.k.nodes)
         for n_fit in args.fit:
             if n_fit + GROUP > len(ys):
                 continue
-            r = replay(xs, ys, n_fit)
-            rho = "–" if r["spearman"] is None else f"{r['spearman']:+.2f}"
-            print(
-                f"| {path.name} | {kernel} | {len(ys)} | {n_fit} | {rho} | {r['mean']:.4f} | "
-                f"{r['picked']:.4f} | {r['best']:.4f} |"
-            )
+            for features, (_, model_of) in FEATURES.items():
+                r = replay(featurize(features, schedules, n_nodes), ys, n_fit, model_of(n_nodes))
+                rho = "–" if r["spearman"] is None else f"{r['spearman']:+.2f}"
+                print(
+                    f"| {path.name} | {kernel} | {features} | {len(ys)} | {n_fit} | {rho} | "
+                    f"{r['mean']:.4f} | {r['picked']:.4f} | {r['best']:.4f} |"
+                )
     return 0
 
 

@@ -521,3 +521,18 @@ def test_policy_search_refuses_a_uniform_share_it_would_not_use():
     with pytest.raises(ValueError, match="uniform share 1.5 is not a share"):
         policy_search("policy_surrogate", text, arch, net=net, uniform_share=1.5)
     assert callable(policy_search("policy_surrogate", text, arch, net=net, uniform_share=1.0))
+
+
+def test_policy_search_passes_its_surrogate_features_and_refuses_them_where_unused():
+    """``policy_surrogate_mix_pairs`` of ``reorder_eval.py``: the features reach the walk's surrogate (an
+    unknown set is refused by it), and another search given features is an error, not silently ignored."""
+    from sass_lsp.policy.candidates import policy_search
+
+    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
+    with pytest.raises(ValueError, match="unknown surrogate features 'moves'"):
+        policy_search("policy_surrogate", text, arch, net=net, features="moves")
+    with pytest.raises(ValueError, match="apply to the policy_surrogate search, not beam"):
+        policy_search("beam", text, arch, net=net, features="pairs")
+    search = policy_search("policy_surrogate", text, arch, net=net, uniform_share=0.5, features="pairs")
+    assert callable(search)

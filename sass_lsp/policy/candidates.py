@@ -209,14 +209,18 @@ def policy_search(
     kernel: str | None = None,
     seed: int = 0,
     uniform_share: float | None = None,
+    features: str = "displacement",
 ) -> Callable[..., SearchLog]:
     """A policy-guided search over GPU measurements, ``(measure, budget, on_trial=...) -> SearchLog``:
     ``beam`` (the policy expanding the schedules measured surest faster), ``policy_annealing``
     (annealing's walk with each move drawn from the policy) or ``policy_surrogate`` (that walk measuring,
     of 16 moves the policy draws, the one a surrogate fitted to the measurements so far predicts fastest:
     :mod:`sass_lsp.schedule.surrogate`; ``uniform_share`` of the 16 drawn uniformly instead, ``None``: the
-    search's default; :func:`resolve_uniform_share` refuses one that is not used)."""
+    search's default; :func:`resolve_uniform_share` refuses one that is not used; ``features``: what its
+    surrogate sees of a schedule, :data:`sass_lsp.schedule.surrogate.FEATURES`)."""
     uniform_share = resolve_uniform_share(name, uniform_share)
+    if features != "displacement" and name != "policy_surrogate":
+        raise ValueError(f"surrogate features apply to the policy_surrogate search, not {name}")
     if name == "beam":
         return partial(beam, policy_expander(original, arch, net=net, kernel=kernel, seed=seed), original)
     if name == "policy_annealing":
@@ -224,5 +228,7 @@ def policy_search(
         return partial(annealing, walk, original, rng=random.Random(seed))
     if name == "policy_surrogate":
         draw = policy_draw(net, uniform_share=uniform_share)
-        return surrogate_annealing(original, arch, kernel, draw=draw, seed=seed, source="policy")
+        return surrogate_annealing(
+            original, arch, kernel, draw=draw, seed=seed, source="policy", features=features
+        )
     raise ValueError(f"unknown search {name!r} (one of {', '.join(SEARCHES)})")
