@@ -70,6 +70,11 @@ POLICY_METHODS = (  # these load the policy
     "policy_surrogate_mix_pairs",
 )
 MIX_UNIFORM_SHARE = 0.5  # policy_surrogate_mix: the share of each 16 draws made uniformly
+SURROGATE_ROWS = {  # row -> policy_search's policy_surrogate with (its share of uniform draws, its features)
+    "policy_surrogate": (0.0, "displacement"),
+    "policy_surrogate_mix": (MIX_UNIFORM_SHARE, "displacement"),
+    "policy_surrogate_mix_pairs": (MIX_UNIFORM_SHARE, "pairs"),
+}
 METHODS = ("random", "greedy", "annealing", *POLICY_METHODS, "surrogate")
 
 
@@ -127,9 +132,8 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
     if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
         from sass_lsp.policy.candidates import policy_search
 
-        mix = method.startswith("policy_surrogate_mix")  # policy_surrogate, a share of its draws uniform
-        name, share = ("policy_surrogate", MIX_UNIFORM_SHARE) if mix else (method, 0.0)
-        features = "pairs" if method.endswith("_pairs") else "displacement"
+        name = "policy_surrogate" if method in SURROGATE_ROWS else method
+        share, features = SURROGATE_ROWS.get(method, (0.0, "displacement"))
         return policy_search(
             name, text, arch, net=net, kernel=kernel, seed=seed, uniform_share=share, features=features
         )

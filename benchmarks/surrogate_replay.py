@@ -53,7 +53,7 @@ def instruction(orders: OriginalOrders, node: int) -> str:
 def explain(
     path: Path,
     orders: OriginalOrders,
-    model: Model,
+    model: Surrogate,
     xs: np.ndarray,
     ys: np.ndarray,
     fit_xs: np.ndarray,
@@ -113,10 +113,11 @@ def featurize(features: str, schedules: list[Orders], n_nodes: int) -> list[np.n
     return [FEATURES[features][0](o, n_nodes) for o in schedules]
 
 
-def replay(xs: list[np.ndarray], ys: np.ndarray, n_fit: int, model: Model) -> dict[str, float | None]:
-    """``model`` (empty) fitted on the first ``n_fit`` rows, scored on the rest."""
-    for x, y in zip(xs[:n_fit], ys[:n_fit], strict=True):
-        model.add(x, float(y))
+def replay(
+    features: str, xs: list[np.ndarray], ys: np.ndarray, n_fit: int, n_nodes: int
+) -> dict[str, float | None]:
+    """The ``features`` model fitted on the first ``n_fit`` rows, scored on the rest."""
+    model = fitted(features, xs[:n_fit], ys[:n_fit], n_nodes)
     rest_y = ys[n_fit:]
     predicted = model.predict(xs[n_fit:])
     m = len(rest_y) // GROUP * GROUP
@@ -137,7 +138,9 @@ def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
     fit_ys = np.concatenate([ys for _, _, ys, _ in runs])
     n_nodes = len(runs[0][3].k.nodes)
     fit_xs = {f: featurize(f, fit_schedules, n_nodes) for f in FEATURES}
-    models = {f: fitted(f, fit_xs[f], fit_ys, n_nodes) for f in FEATURES}
+    fit_dense = np.array(fit_xs["displacement"])
+    models = {"displacement": fitted("displacement", fit_xs["displacement"], fit_ys, n_nodes)}
+    models["pairs"], cost = timed_pairs(fit_xs["pairs"], fit_ys, n_nodes)
     print(
         "| log | kernel | features | schedules | fitted on | Spearman "
         "| its 5 best screened: speedup (rank predicted) |"
@@ -148,12 +151,12 @@ def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
         kernel, schedules, ys, orders = samples(path, arch)
         if any(k != kernel for k, *_ in runs):
             raise SystemExit(f"{path}: {kernel}, but --fit-on holds another kernel's logs")
-        dense = np.array(featurize("displacement", schedules, n_nodes))
-        fit_dense = np.array(fit_xs["displacement"])
+        xs = {f: featurize(f, schedules, n_nodes) for f in FEATURES}
+        dense = np.array(xs["displacement"])
         notes.append(explain(path, orders, models["displacement"], dense, ys, fit_dense, fit_ys))
         best = np.argsort(-ys)[:5]
         for features, model in models.items():
-            predicted = model.predict(featurize(features, schedules, n_nodes))
+            predicted = model.predict(xs[features])
             rank = np.argsort(np.argsort(-predicted)) + 1
             shown = ", ".join(f"{math.exp(ys[i]):.4f} ({rank[i]})" for i in best)
             rho = spearman(predicted.tolist(), ys.tolist())
@@ -162,12 +165,13 @@ def cross(fit_on: list[Path], logs: list[Path], arch: str) -> None:
                 f"| {path.name} | {kernel} | {features} | {len(ys)} | {len(fit_ys)} | {rho_text} | {shown} |"
             )
     print("\n".join(["", *notes]))
-    print(host_cost(fit_xs["pairs"], fit_ys, n_nodes))
+    print(cost)
 
 
-def host_cost(xs: list[np.ndarray], ys: np.ndarray, n_nodes: int) -> str:
-    """What the pair model costs a walk's host at this many schedules: adding them one at a time (each add
-    keeps the dual's inverse current, as in a walk), the refit a step then makes, and its 16 predictions."""
+def timed_pairs(xs: list[np.ndarray], ys: np.ndarray, n_nodes: int) -> tuple[PairSurrogate, str]:
+    """The pair model fitted, and what that cost a walk's host at this many schedules: adding them one at a
+    time (each add keeps the dual's inverse current, as in a walk), the refit a step then makes, and its 16
+    predictions."""
     t0 = time.perf_counter()
     model = fitted("pairs", xs, ys, n_nodes)
     t1 = time.perf_counter()
@@ -175,7 +179,7 @@ def host_cost(xs: list[np.ndarray], ys: np.ndarray, n_nodes: int) -> str:
     t2 = time.perf_counter()
     model.predict(xs[:16])
     t3 = time.perf_counter()
-    return (
+    return model, (
         f"pairs at {len(ys)} schedules: adding them {t1 - t0:.2f} s in all, "
         f"a refit {1e3 * (t2 - t1):.1f} ms, 16 predictions {1e3 * (t3 - t2):.1f} ms"
     )
@@ -201,11 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.logs:
         kernel, schedules, ys, orders = samples(path, args.arch)
         n_nodes = len(orders.k.nodes)
+        rows = {f: featurize(f, schedules, n_nodes) for f in FEATURES}
         for n_fit in args.fit:
             if n_fit + GROUP > len(ys):
                 continue
-            for features, (_, model_of) in FEATURES.items():
-                r = replay(featurize(features, schedules, n_nodes), ys, n_fit, model_of(n_nodes))
+            for features, xs in rows.items():
+                r = replay(features, xs, ys, n_fit, n_nodes)
                 rho = "–" if r["spearman"] is None else f"{r['spearman']:+.2f}"
                 print(
                     f"| {path.name} | {kernel} | {features} | {len(ys)} | {n_fit} | {rho} | "

@@ -173,14 +173,15 @@ def test_on_a_measure_of_pairs_the_pair_surrogate_ranks_unseen_schedules_better(
         got = orders.orders(text)
         if got:
             schedules.setdefault(signature(got), (got, text))
+    rows = {f: [featurize(o, n) for o, _ in schedules.values()] for f, (featurize, _) in FEATURES.items()}
     gains = []
     for seed in range(3):
         measure = hidden_pair_measure(seed)
         ys = np.array([math.log(measure(text).speedup) for _, text in schedules.values()])
         rho = {}
-        for features, (featurize, model_of) in FEATURES.items():
+        for features, (_, model_of) in FEATURES.items():
             model = model_of(n)
-            xs = [featurize(o, n) for o, _ in schedules.values()]
+            xs = rows[features]
             for x, y in zip(xs[:450], ys[:450], strict=True):
                 model.add(x, float(y))
             ranks = [np.argsort(np.argsort(v)) for v in (model.predict(xs[450:]), ys[450:])]
