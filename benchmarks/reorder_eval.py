@@ -19,7 +19,7 @@ measurements so far predicts fastest), ``policy_surrogate_mix`` (the same with h
 uniformly, which ``policy_prior.py`` rates above the policy's alone on sgemm_tiled and triton_matmul;
 ``optimize``'s default since its six 300 s rows led), ``policy_surrogate_mix_pairs`` (that search with the
 surrogate over pairs of instructions out of ptxas's order instead of displacements, which
-``surrogate_replay.py`` rates higher) and
+``surrogate_replay.py`` rates higher offline and which confirmed less on the H200, runs 58-59) and
 ``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart).
 
     python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json

@@ -180,8 +180,9 @@ SEARCHES = ("beam", "policy_annealing", "policy_surrogate")
 # (1.0083 against 1.0067 and 1.0066, runs 37-43: model card)
 DEFAULT_SEARCH = "policy_surrogate"
 # its share of uniform draws when none is given: with 0.5 (the evaluation's ``policy_surrogate_mix``) its
-# six 300 s H200 rows have a geometric mean of 1.0113 against 0.0's 1.0083, ahead on triton_matmul (1.0430
-# against 1.0200) and behind on rmsnorm_f32_4096 (1.0000 against 1.0041); one run per cell (runs 45-50)
+# six 300 s H200 rows have a geometric mean of 1.0139 against 0.0's 1.0083, ahead on triton_matmul (1.0430
+# and 1.0593 over two seeds, against 1.0200) and behind on rmsnorm_f32_4096 (1.0000 against 1.0041); one run
+# per cell otherwise (runs 45-50, 57)
 DEFAULT_UNIFORM_SHARE = 0.5
 
 

@@ -17,8 +17,9 @@ schedule runs them in the opposite order to ptxas (:func:`inversions`; :class:`P
 passes a load and one that passes an ALU instruction by as many slots then differ. Replayed on the six
 random-move runs (23, 24, 53-56; stop 30), fitted on a run's first 400 schedules, it ranks the rest better
 than displacements on all six held-out kernels (triton_matmul +0.44 -> +0.57), and fitted on a kernel's
-walks it ranks its random-move run better on five of six (``surrogate_replay.log``). It is not yet timed on
-the GPU.
+walks it ranks its random-move run better on five of six (``surrogate_replay.log``). Yet on the H200 its
+walk confirmed less (runs 58-59: 1.0259 on triton_matmul, 1.0190 on sgemm_tiled, against the displacement
+model's 1.0430/1.0593 and 1.0207) and screened lower in every quarter, so displacements stay the default.
 
 Pure: numpy only. The proposer of the draws is injected: uniform, or the policy's distribution
 (:func:`sass_lsp.policy.candidates.policy_draw`)."""
