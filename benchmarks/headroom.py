@@ -9,7 +9,8 @@ over the device's copy bandwidth, and, for the matrix products, their arithmetic
 ``cap`` = time / floor bounds the speedup of any version of the kernel; a reordering within basic blocks
 moves no fewer bytes and does no less arithmetic, so it is bounded by it too. Printed beside it: the best
 screened speedup over every candidate in the logs (biased upwards: a maximum over noisy ratios) and how
-many candidates were screened.
+many candidates were screened; below the table, the geometric means of the caps and of the best screened
+(what a search that always found the fastest schedule any of these logs measured would score).
 
 Ceilings, from /work/.library/device/KINDS.md (measured on these H200 machines) unless noted:
 device-to-device copy 4.3 TB/s (bytes read + written), fp16/bf16 matrix product 788 TFLOP/s on random data;
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from collections import defaultdict
@@ -91,10 +91,6 @@ def headroom(logs: list[Path]) -> list[dict]:
     return rows
 
 
-def geomean(values) -> float:  # noqa: ANN001
-    return math.exp(statistics.fmean(math.log(v) for v in values))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", type=Path, nargs="+")
@@ -109,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         cells = [f"{r[k]:.0%}" if k == "of_roofline" else str(r[k]) for k, _ in COLUMNS]
         print("| " + " | ".join(cells) + " |")
-    geo = geomean(r["cap"] for r in rows)
+    geo = statistics.geometric_mean(r["cap"] for r in rows)
     print(f"\ngeomean cap {geo:.3f} over {len(rows)} kernels (a bound on any version, not a prediction)")
     # The best screened schedule of each kernel, over every method and run in the logs: what a search that
     # always found the fastest schedule anything measured would score, before the confirmation's shrinkage.
     found = [r["best_screened"] for r in rows if r["best_screened"]]
-    best_geo = geomean(found) if len(found) == len(rows) else None
+    best_geo = statistics.geometric_mean(found) if len(found) == len(rows) else None
     if best_geo:
         print(
             f"geomean of the best screened {best_geo:.4f} over {len(rows)} kernels (each kernel's fastest "
