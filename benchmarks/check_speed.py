@@ -37,8 +37,7 @@ from pathlib import Path
 
 from host_speed import full_speed, host_probe
 
-SHARED = Path(os.environ.get("SASS_LSP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-SHARED_CORPUS = SHARED / "corpus" / "sm_90"
+SHARED_CORPUS = Path(__file__).resolve().parents[1] / "sass_lsp" / "corpus" / "sm_90"
 KERNEL = "bench"
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
-import os
 import subprocess
 import sys
 import time
@@ -31,14 +30,14 @@ from sass_lsp.isa.listing import listing_contexts, parse_listing  # noqa: E402
 from sass_lsp.nvdisasm import nvdisasm_path  # noqa: E402
 
 HELDOUT_SRC = ROOT / "tools" / "isa" / "heldout"
-SHARED = Path(os.environ.get("SASS_LSP_SHARED", ROOT.parent / "shared"))
+TRITON_CORPUS = ROOT / "sass_lsp" / "corpus"
 NVCC_ARCH = {"sm_90": "sm_90a"}
 
 
 def heldout_cubins(arch: str) -> list[Path]:
     cubins: list[Path] = []
     for sub in [arch] + ([f"{arch}a"] if arch == "sm_90" else []):  # sm_90a shares sm_90's tables
-        cubins += sorted((SHARED / "corpus" / sub).glob("*.cubin"))
+        cubins += sorted((TRITON_CORPUS / sub).glob("*.cubin"))
         cubins += sorted((ROOT / ".cache" / "corpus" / sub).glob("*.cubin"))
     out_dir = ROOT / ".cache" / "isa" / "heldout" / arch
     for src in sorted(HELDOUT_SRC.glob("*.cu")):

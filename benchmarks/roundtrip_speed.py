@@ -18,7 +18,6 @@ at random in aligned groups of 8, so that its texts are about as varied as a rea
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import re
 import statistics
@@ -32,7 +31,7 @@ from sass_lsp.cuasm.disasm import disassemble
 from sass_lsp.isa.encoder import Encoder
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = Path(os.environ.get("SASS_LSP_SHARED", ROOT.parent / "shared")) / "corpus" / "sm_90"
+DEFAULT_CORPUS = ROOT / "sass_lsp" / "corpus" / "sm_90"
 INSTR = re.compile(r"^\s*\[[^\]]*\]\s*/\*[0-9a-f]+\*/")
 CONTROL_FLOW = re.compile(r"\b(BRA|BRX|JMP|JMX|EXIT|CALL|RET|BSSY|BSYNC|WARPSYNC|BPT)\b|`\(|@lo\(|@hi\(")
 GPR = re.compile(r"(?<![\w.])(U?)R(\d+)\b")

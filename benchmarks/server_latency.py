@@ -25,10 +25,7 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
-SHARED = Path(os.environ.get("SASS_LSP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-SHARED_CORPUS = SHARED / "corpus" / "sm_90"
-
-CORPUS = SHARED_CORPUS
+CORPUS = Path(__file__).resolve().parents[1] / "sass_lsp" / "corpus" / "sm_90"
 _LABEL_REF = re.compile(r"\.L_x_(\d+)")
 _ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/")
 

@@ -48,7 +48,7 @@ from sass_lsp.policy.model import load_policy
 from sass_lsp.policy.suggest import limit_threads, suggest, warm_up
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("SASS_LSP_SHARED", ROOT.parent / "shared")) / "corpus" / "sm_90"
+CORPUS = ROOT / "sass_lsp" / "corpus" / "sm_90"
 
 
 def kernels(work: Path) -> list[tuple[str, str]]:

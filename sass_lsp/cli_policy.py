@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sass_lsp.cli import CliError
+from sass_lsp.gpu.corpus import corpus_dir
 
 POLICY_ENV = "SASS_LSP_POLICY"
 DEFAULT_POLICY = Path(__file__).resolve().parents[1] / "policy_models" / "reorder-v2"
@@ -284,7 +285,7 @@ def compile_training_kernels(out_dir: Path) -> list[Path]:
     return paths
 
 
-def training_set(shared_corpus: Path, generated: Path, extra: list[Path]) -> list[tuple[str, str, str, str]]:
+def training_set(corpus: Path, generated: Path, extra: list[Path]) -> list[tuple[str, str, str, str]]:
     """(name, arch, .cuasm text, kernel) for every kernel of the training set, disassembled by our writer: the
     Triton train split, the CUDA C corpus (tests/kernels, built by tools/build_corpus.py) and ``extra``."""
     from sass_lsp.analysis.program import kernels_of
@@ -292,7 +293,7 @@ def training_set(shared_corpus: Path, generated: Path, extra: list[Path]) -> lis
     from sass_lsp.cuasm.assembler import module_arch
     from sass_lsp.isa.semantics import load_semantics
 
-    cubins = [shared_corpus / f"{n}.cubin" for n in TRITON_TRAIN] + sorted(generated.glob("*.cubin")) + extra
+    cubins = [corpus / f"{n}.cubin" for n in TRITON_TRAIN] + sorted(generated.glob("*.cubin")) + extra
     out = []
     for path in cubins:
         if not path.exists():
@@ -316,7 +317,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from sass_lsp.policy.train import train
 
     extra = compile_training_kernels(args.generated.parent.parent / "policy")
-    kernels = training_set(args.shared_corpus, args.generated, extra)
+    kernels = training_set(args.corpus or corpus_dir(), args.generated, extra)
     print(f"training set: {len(kernels)} kernels; held out: {', '.join(TRITON_HELDOUT + CUDA_HELDOUT)}")
     t0 = time.time()
     with Progress() as bar:
@@ -393,11 +394,10 @@ def cmd_finetune(args: argparse.Namespace) -> int:
             raise CliError(f"no GPU worker: {hello.error}")
         kernels = []
         for name in names:
-            cubin_path, launch = args.shared_corpus / f"{name}.cubin", args.shared_corpus / f"{name}.json"
+            corpus = args.corpus or corpus_dir()
+            cubin_path, launch = corpus / f"{name}.cubin", corpus / f"{name}.json"
             if not (cubin_path.exists() and launch.exists()):
-                raise CliError(
-                    f"{cubin_path}: kernel or its launch JSON missing\n  hint: --shared-corpus DIR"
-                )
+                raise CliError(f"{cubin_path}: kernel or its launch JSON missing\n  hint: --corpus DIR")
             cubin = cubin_path.read_bytes()
             spec = spec_from_json(launch.read_text(), cubin)
             text = write_cuasm(cubin, source_name=cubin_path.name)
@@ -523,7 +523,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--imitate-epochs", type=int, default=6, help="teacher warm-start epochs before PPO (0: none)"
     )
-    p.add_argument("--shared-corpus", type=Path, default=root.parent / "shared/corpus/sm_90")
+    p.add_argument(
+        "--corpus", type=Path, help="directory of Triton kernels, NAME.cubin + NAME.json (default: bundled)"
+    )
     p.add_argument("--generated", type=Path, default=root / ".cache/corpus/sm_90")
     p.set_defaults(func=cmd_train)
 
@@ -534,8 +536,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-episodes", type=int)
     p.add_argument("--episodes-per-update", type=int, default=8)
     p.add_argument("--lr", type=float, default=3e-5)
-    p.add_argument("--kernels", nargs="*", help=f"shared-corpus kernels (default: {' '.join(TRITON_TRAIN)})")
-    p.add_argument("--shared-corpus", type=Path, default=root.parent / "shared/corpus/sm_90")
+    p.add_argument("--kernels", nargs="*", help=f"corpus kernels (default: {' '.join(TRITON_TRAIN)})")
+    p.add_argument(
+        "--corpus", type=Path, help="directory of Triton kernels, NAME.cubin + NAME.json (default: bundled)"
+    )
     p.add_argument("--device", default="cpu", help="torch device for the updates (cpu, cuda)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_finetune)

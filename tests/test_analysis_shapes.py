@@ -15,7 +15,7 @@ import gc
 import random
 import re
 
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.analysis import check_module
 from sass_lsp.analysis.check import check_kernel
@@ -50,7 +50,7 @@ ODD = [
 
 def _corpus_texts() -> list[str]:
     texts: set[str] = set()
-    for path in sorted(SHARED_CORPUS.glob("*.cuasm")):
+    for path in sorted(TRITON_CORPUS.glob("*.cuasm")):
         module, _ = parse_cuasm(path.read_text())
         for sec in module.sections:
             texts.update(ins.text for ins in sec.instructions)
@@ -177,7 +177,7 @@ def test_bulk_facts_are_each_texts_plain_facts() -> None:
 
 
 def _shared_modules() -> list:
-    return [parse_cuasm(p.read_text())[0] for p in sorted(SHARED_CORPUS.glob("*.cuasm"))]
+    return [parse_cuasm(p.read_text())[0] for p in sorted(TRITON_CORPUS.glob("*.cuasm"))]
 
 
 def test_module_and_kernel_programs_check_alike() -> None:

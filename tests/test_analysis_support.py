@@ -6,13 +6,13 @@ import functools
 import importlib.util
 from pathlib import Path
 
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.model import Module
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = SHARED_CORPUS
+SHARED = TRITON_CORPUS
 ARCHES = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100a", "sm_120"]
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.cli import DEMO_CUBIN
 
@@ -93,7 +93,7 @@ def test_suggest_json_edits_reparse_hazard_free(tmp_path: Path) -> None:
 
     # gelu_bias: the held-out kernel the bundled policy improves most in the cost model
     cuasm = tmp_path / "k.cuasm"
-    assert run_cli("disasm", str(SHARED_CORPUS / "gelu_bias.cubin"), "-o", str(cuasm)).returncode == 0
+    assert run_cli("disasm", str(TRITON_CORPUS / "gelu_bias.cubin"), "-o", str(cuasm)).returncode == 0
     proc = run_cli("suggest", str(cuasm), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from functools import cache
 
 import pytest
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.cuasm.assembler import AssembleError, assemble_cuasm
 from sass_lsp.cuasm.ctrl import CTRL_MASK
@@ -14,7 +14,7 @@ from sass_lsp.cuasm.disasm import disassemble, normalise_text
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.cuasm.writer import write_cuasm
 
-CUBIN = SHARED_CORPUS / "triton_add.cubin"
+CUBIN = TRITON_CORPUS / "triton_add.cubin"
 
 
 @cache

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.cuasm.assembler import AssembleError, assemble_cuasm, assemble_module
 from sass_lsp.cuasm.ctrl import CTRL_MASK
@@ -20,7 +20,7 @@ from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.cuasm.writer import default_encoder, write_cuasm
 from sass_lsp.elf import cubin_arch, parse_nvinfo, parse_symbols, read_cubin, write_cubin
 
-CORPUS = SHARED_CORPUS
+CORPUS = TRITON_CORPUS
 CORPUS_CUBINS = sorted(CORPUS.glob("*.cubin"))
 KERNELS = r"""
 __device__ __noinline__ float helper(float x, int k) { return x * k + 1.0f; }

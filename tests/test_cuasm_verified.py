@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 
 import pytest
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 import sass_lsp.cuasm.assembler as assembler
 import sass_lsp.cuasm.disasm as disasm
@@ -33,7 +33,7 @@ def nvdisasm_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_new_control_codes_and_orders_of_verified_words_need_no_nvdisasm(nvdisasm_runs: list[int]) -> None:
-    data = (SHARED_CORPUS / "triton_matmul.cubin").read_bytes()
+    data = (TRITON_CORPUS / "triton_matmul.cubin").read_bytes()
     text = write_cuasm(data)  # disassembles once
     assert assemble_cuasm(text) == data and nvdisasm_runs[0] == 2
     nvdisasm_runs[0] = 1
@@ -65,7 +65,7 @@ def test_new_control_codes_and_orders_of_verified_words_need_no_nvdisasm(nvdisas
 
 
 def test_a_wrong_word_is_caught_after_its_text_was_verified(nvdisasm_runs: list[int]) -> None:
-    data = (SHARED_CORPUS / "triton_add.cubin").read_bytes()
+    data = (TRITON_CORPUS / "triton_add.cubin").read_bytes()
     words = {ins.pc: ins.word for ins in disasm.disassemble(data).sections[".text.add_kernel"].instrs}
     text = write_cuasm(data)
     assemble_cuasm(text)
@@ -85,7 +85,7 @@ def test_a_wrong_word_is_caught_after_its_text_was_verified(nvdisasm_runs: list[
 
 
 def test_a_label_keeps_its_place_in_the_key_and_a_guard_does_not() -> None:
-    data = (SHARED_CORPUS / "triton_matmul.cubin").read_bytes()
+    data = (TRITON_CORPUS / "triton_matmul.cubin").read_bytes()
     module = parse_cuasm(write_cuasm(data))[0]
     keys = VerifiedWords().keys(module, data, "sm_90")
     assert keys is not None

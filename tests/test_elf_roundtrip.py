@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.elf import (
     cubin_arch,
@@ -25,7 +25,7 @@ from sass_lsp.elf import (
 from sass_lsp.elf.model import SHT_CUDA_INFO, SHT_NOTE, SHT_REL, SHT_RELA
 from sass_lsp.elf.nvinfo import NvInfoAttr
 
-CORPUS = SHARED_CORPUS
+CORPUS = TRITON_CORPUS
 CORPUS_CUBINS = sorted(CORPUS.glob("*.cubin"))
 
 CUDA13_SOURCE = r"""

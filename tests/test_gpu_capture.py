@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from paths import ROOT, SHARED_CORPUS
+from paths import ROOT, TRITON_CORPUS
 
 from sass_lsp.cuasm import write_cuasm
 from sass_lsp.gpu.capture import (
@@ -32,7 +32,7 @@ N = 16_777_216
 
 
 def _cubin(name: str) -> bytes:
-    return (SHARED_CORPUS / f"{name}.cubin").read_bytes()
+    return (TRITON_CORPUS / f"{name}.cubin").read_bytes()
 
 
 def _add_args(*, data: bool = False, n: int = N) -> tuple[CapturedArg, ...]:
@@ -317,7 +317,7 @@ def test_bootstrap_records_first_launch(tmp_path: Path, monkeypatch: pytest.Monk
     prog = tmp_path / "prog.py"
     prog.write_text(textwrap.dedent(FAKE_PROGRAM))
     out = tmp_path / "out"
-    cubin = SHARED_CORPUS / "triton_add.cubin"
+    cubin = TRITON_CORPUS / "triton_add.cubin"
     result = run_capture([sys.executable, str(prog), str(cubin), "4"], out, snapshot=True)
     assert result.program_rc == 4  # the program's own exit status, files kept
     assert result.n_launches == 2 and not result.errors

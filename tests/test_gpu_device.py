@@ -8,13 +8,12 @@ import pytest
 
 from sass_lsp.elf import read_cubin
 from sass_lsp.gpu.bench import format_bench, run_bench
-from sass_lsp.gpu.corpus import corpus_dir, corpus_names, has_gpu, load_kernel
+from sass_lsp.gpu.corpus import corpus_names, has_gpu, load_kernel
 from sass_lsp.gpu.runner import GpuRunner
 from sass_lsp.gpu.stats import bootstrap_ratio_ci
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(corpus_dir() is None, reason="corpus not found (set SASS_LSP_CORPUS)"),
     pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU"),
 ]
 NAMES = corpus_names() or ["(none)"]

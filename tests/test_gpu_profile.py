@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from sass_lsp.gpu.corpus import corpus_dir, has_gpu, load_kernel
+from sass_lsp.gpu.corpus import has_gpu, load_kernel
 from sass_lsp.gpu.profile import ncu_commands, parse_source_csv, profile
 
 # Shape of `ncu --import R --page source --print-source sass --csv` output (ncu 2025.x), a few columns.
@@ -49,7 +49,6 @@ def test_ncu_command_leaves_clocks_alone(tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(corpus_dir() is None, reason="corpus not found")
 @pytest.mark.skipif(shutil.which("ncu") is None, reason="ncu not on PATH")
 @pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU")
 def test_profile_triton_add_per_instruction():

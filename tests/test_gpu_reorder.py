@@ -13,12 +13,11 @@ import pytest
 from sass_lsp.cli_policy import default_policy_path
 from sass_lsp.cuasm import assemble_cuasm, write_cuasm
 from sass_lsp.gpu import GpuRunner
-from sass_lsp.gpu.corpus import corpus_dir, corpus_names, has_gpu, load_kernel
+from sass_lsp.gpu.corpus import corpus_names, has_gpu, load_kernel
 from sass_lsp.schedule.search import apply_edits, random_candidates, take
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(corpus_dir() is None, reason="corpus not found (set SASS_LSP_CORPUS)"),
     pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU"),
 ]
 RANDOM_PER_KERNEL = 4

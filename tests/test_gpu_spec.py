@@ -197,16 +197,13 @@ def test_load_spec_reports_missing_file(tmp_path):
 
 # -- the real corpus -----------------------------------------------------------------------------------------
 
-needs_corpus = pytest.mark.skipif(corpus_dir() is None, reason="corpus not found (set SASS_LSP_CORPUS)")
 NAMES = corpus_names() or ["(none)"]
 
 
-@needs_corpus
 def test_corpus_has_the_eight_kernels():
     assert len(corpus_names()) == 8
 
 
-@needs_corpus
 @pytest.mark.parametrize("name", NAMES)
 def test_spec_from_json_matches_kparam_info(name):
     root = corpus_dir()
@@ -231,7 +228,6 @@ def test_spec_from_json_matches_kparam_info(name):
     assert parse_spec(write_spec(spec)) == spec
 
 
-@needs_corpus
 def test_triton_drops_integer_arguments_equal_to_one():
     root = corpus_dir()
     cubin = (root / "triton_matmul.cubin").read_bytes()
@@ -240,7 +236,6 @@ def test_triton_drops_integer_arguments_equal_to_one():
     assert [p.value for p in spec.params if isinstance(p, ScalarParam)] == [4096] * 6
 
 
-@needs_corpus
 def test_spec_from_json_rejects_a_wrong_kernel_name():
     root = corpus_dir()
     cubin = (root / "triton_add.cubin").read_bytes()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.analysis import timeline
 from sass_lsp.ide import diagnostics, navigation
@@ -17,7 +17,7 @@ from sass_lsp.ide.registers import build_steps, kernel_registers
 from sass_lsp.ide.text import Document
 from sass_lsp.ide.timeline_view import kernel_timeline
 
-MATMUL = (SHARED_CORPUS / "triton_matmul.cuasm").read_text()
+MATMUL = (TRITON_CORPUS / "triton_matmul.cuasm").read_text()
 
 
 def test_worker_findings_name_document_lines() -> None:

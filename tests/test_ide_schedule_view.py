@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from paths import ROOT, SHARED_CORPUS
+from paths import ROOT, TRITON_CORPUS
 
 from sass_lsp.analysis import check_module
 from sass_lsp.cuasm.parser import parse_cuasm
@@ -15,7 +15,7 @@ from sass_lsp.ide import reorder, schedule_view
 from sass_lsp.ide.index import build_index
 from sass_lsp.ide.timeline_view import kernel_timeline
 
-ADD = SHARED_CORPUS / "triton_add.cuasm"
+ADD = TRITON_CORPUS / "triton_add.cuasm"
 pytestmark = pytest.mark.skipif(not ADD.exists(), reason="the shared sm_90 corpus is not beside the checkout")
 
 
@@ -62,7 +62,7 @@ def test_a_label_line_stands_for_the_block_it_starts() -> None:
 
 
 def test_hot_loop_lens_is_cached_per_index() -> None:
-    index = build_index((SHARED_CORPUS / "triton_matmul.cuasm").read_text())
+    index = build_index((TRITON_CORPUS / "triton_matmul.cuasm").read_text())
     kernel = index.kernels[0]
     lens = schedule_view.hot_loop_lens(index, kernel, "sm_90")
     assert lens is not None and lens.line == kernel.section.line

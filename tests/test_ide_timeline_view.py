@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.ide.index import build_index
 from sass_lsp.ide.timeline_view import kernel_timeline
 
-TEXT = (SHARED_CORPUS / "triton_add.cuasm").read_text()
+TEXT = (TRITON_CORPUS / "triton_add.cuasm").read_text()
 LINES = TEXT.split("\n")
 
 

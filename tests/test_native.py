@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from paths import ROOT, SHARED_CORPUS
+from paths import ROOT, TRITON_CORPUS
 
 from sass_lsp import _native
 
@@ -24,7 +24,7 @@ def _dump(tmp_path, pure: bool, *extra: str) -> tuple[str, bytes]:  # noqa: ANN0
         env["SASS_LSP_PURE"] = "1"
     out = tmp_path / ("pure.jsonl" if pure else "compiled.jsonl")
     cmd = [sys.executable, str(ROOT / "tools/native_identity.py"), str(out), "--quick", *extra]
-    proc = subprocess.run([*cmd, "--shared", str(SHARED_CORPUS)], env=env, capture_output=True, text=True)
+    proc = subprocess.run([*cmd, "--shared", str(TRITON_CORPUS)], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, out.read_bytes()
 

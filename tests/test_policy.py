@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 pytest.importorskip("safetensors")
 
-from paths import SHARED_CORPUS  # noqa: E402
+from paths import TRITON_CORPUS  # noqa: E402
 from policy_toy import ToyReorder  # noqa: E402
 
 from sass_lsp.policy.model import (  # noqa: E402
@@ -50,7 +50,7 @@ def one_thread():
 
 
 def corpus() -> list[tuple[str, str, str]]:
-    return [(p.stem, "sm_90", p.read_text()) for p in sorted(SHARED_CORPUS.glob("*.cuasm"))]
+    return [(p.stem, "sm_90", p.read_text()) for p in sorted(TRITON_CORPUS.glob("*.cuasm"))]
 
 
 def random_obs(rng: np.random.Generator, n: int, n_cand: int, legal: float = 0.5) -> dict[str, np.ndarray]:

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from paths import SHARED_CORPUS  # noqa: E402
+from paths import TRITON_CORPUS  # noqa: E402
 
 from sass_lsp.cli import main  # noqa: E402
 from sass_lsp.cuasm import write_cuasm  # noqa: E402
@@ -35,7 +35,7 @@ def _mean_logp(net: PolicyNet, episodes: list[Episode]) -> float:
 def test_update_moves_taken_actions_with_the_advantage(advantage: float) -> None:
     """One REINFORCE step: the sampled moves become likelier after a positive advantage, rarer after a
     negative one (the gradient has the measurement's sign)."""
-    text = write_cuasm((SHARED_CORPUS / "triton_add.cubin").read_bytes(), source_name="k")
+    text = write_cuasm((TRITON_CORPUS / "triton_add.cubin").read_bytes(), source_name="k")
     net = load_policy(POLICY)
     game = ReorderGame.from_text(text, "sm_90", max_steps=4)
     gen = torch.Generator().manual_seed(0)
@@ -48,7 +48,7 @@ def test_update_moves_taken_actions_with_the_advantage(advantage: float) -> None
 
 
 def test_episodes_measure_moved_schedules_only() -> None:
-    text = write_cuasm((SHARED_CORPUS / "triton_add.cubin").read_bytes(), source_name="k")
+    text = write_cuasm((TRITON_CORPUS / "triton_add.cubin").read_bytes(), source_name="k")
     calls: list[str] = []
 
     def measure(candidate: str) -> Measured:
@@ -66,7 +66,7 @@ def test_episodes_measure_moved_schedules_only() -> None:
 
 
 def test_budget_is_measured_seconds() -> None:
-    text = write_cuasm((SHARED_CORPUS / "triton_add.cubin").read_bytes(), source_name="k")
+    text = write_cuasm((TRITON_CORPUS / "triton_add.cubin").read_bytes(), source_name="k")
     net = load_policy(POLICY)
     seen = []
 
@@ -85,7 +85,7 @@ def test_finetune_cli_on_the_fake_gpu(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("SASS_LSP_GPU_BACKEND", "fake")  # rejects every real cubin after assembling it
     out = tmp_path / "ft"
     rc = main(["finetune", "--out", str(out), "--max-episodes", "4", "--episodes-per-update", "2",
-               "--kernels", "triton_add", "--shared-corpus", str(SHARED_CORPUS)])  # fmt: skip
+               "--kernels", "triton_add", "--corpus", str(TRITON_CORPUS)])  # fmt: skip
     assert rc == 0, capsys.readouterr()
     card = json.loads((out / "model_card.json").read_text())
     assert card["gpu_finetune"]["episodes"] == 4 and len(card["gpu_finetune"]["history"]) == 2

@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from paths import ROOT, SHARED_CORPUS
+from paths import ROOT, TRITON_CORPUS
 
 from sass_lsp.analysis.check import check_kernel
 from sass_lsp.analysis.program import kernels_of
@@ -32,7 +32,7 @@ def _errors(text: str) -> list[str]:
 
 @pytest.mark.parametrize("name", ["triton_matmul", "rmsnorm_f32_4096", "triton_softmax"])
 def test_schedules_made_from_the_original_come_back_unchanged(name: str) -> None:
-    text = (SHARED_CORPUS / f"{name}.cuasm").read_text()
+    text = (TRITON_CORPUS / f"{name}.cuasm").read_text()
     schedules = OriginalOrders(text, "sm_90")
     for _, cand in zip(range(15), random_candidates(text, "sm_90", random.Random(5)), strict=False):
         assert schedules.canonical(cand) is cand
@@ -56,7 +56,7 @@ def test_what_faulted_on_the_h200_is_not_a_schedule_of_the_original() -> None:
 
 
 def test_annealing_chains_stay_schedules_of_the_original_and_hazard_free() -> None:
-    text = (SHARED_CORPUS / "rmsnorm_f32_4096.cuasm").read_text()
+    text = (TRITON_CORPUS / "rmsnorm_f32_4096.cuasm").read_text()
     (k0,) = kernels_of(parse_cuasm(text)[0], SEM)
     base = kernel_cost(k0, SEM)
 
@@ -78,7 +78,7 @@ def test_annealing_chains_stay_schedules_of_the_original_and_hazard_free() -> No
 
 def test_an_edited_schedule_s_own_moves_are_checked_against_the_original() -> None:
     """A game built from an edited text treats it as ptxas's order; what it proposes is re-derived."""
-    text = write_cuasm((SHARED_CORPUS / "triton_matmul.cubin").read_bytes())
+    text = write_cuasm((TRITON_CORPUS / "triton_matmul.cubin").read_bytes())
     schedules = OriginalOrders(text, "sm_90")
     rng = random.Random(7)
     current, kept = text, 0

@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 import pytest
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 from test_analysis_support import corpus_modules
 
 from sass_lsp.analysis.check import check_kernel
@@ -32,7 +32,7 @@ SEM = load_semantics(ARCH)
 
 @functools.cache
 def shared_texts() -> dict[str, str]:
-    return {p.stem: p.read_text() for p in sorted(SHARED_CORPUS.glob("*.cuasm"))}
+    return {p.stem: p.read_text() for p in sorted(TRITON_CORPUS.glob("*.cuasm"))}
 
 
 @functools.cache

@@ -13,7 +13,7 @@ import random
 import re
 
 import pytest
-from paths import GENERATED_CORPUS, SHARED_CORPUS
+from paths import GENERATED_CORPUS, TRITON_CORPUS
 from test_analysis_support import _builder
 
 from sass_lsp.analysis.check import check_kernel
@@ -32,7 +32,7 @@ _ADDR = re.compile(r"/\*[0-9a-f]+\*/")
 
 @functools.cache
 def documents() -> tuple[tuple[str, str], ...]:
-    docs = [(f"shared/{p.name}", p.read_text()) for p in sorted(SHARED_CORPUS.glob("*.cuasm"))]
+    docs = [(f"shared/{p.name}", p.read_text()) for p in sorted(TRITON_CORPUS.glob("*.cuasm"))]
     cubins = sorted((GENERATED_CORPUS / "sm_90").glob("*.cubin"))
     docs += [(f"sm_90/{p.name}", _builder().cached_cuasm(p)) for p in cubins]
     return tuple(docs)
@@ -259,7 +259,7 @@ def test_pairs_moved_closer_get_the_hardware_measured_latency() -> None:
     from sass_lsp.cuasm import parse_cuasm
     from sass_lsp.schedule.search import random_candidates, take
 
-    text = (SHARED_CORPUS / "gelu_bias.cuasm").read_text()
+    text = (TRITON_CORPUS / "gelu_bias.cuasm").read_text()
     sem = load_semantics("sm_90")
     assert sem.placement_latency("alu", "fma", "reg") == 5 and sem.latency("alu", "*", "reg").cycles == 4
     ptxas = _raw_distances(kernels_of(parse_cuasm(text)[0], sem)[0])
@@ -305,7 +305,7 @@ def test_reordered_kernels_assemble_and_verify(name: str, kernel: str | None) ->
     from sass_lsp.cuasm import assemble_cuasm, write_cuasm
     from sass_lsp.schedule.search import random_candidates, take
 
-    text = write_cuasm((SHARED_CORPUS / f"{name}.cubin").read_bytes(), source_name=name)
+    text = write_cuasm((TRITON_CORPUS / f"{name}.cubin").read_bytes(), source_name=name)
     for cand in take(random_candidates(text, "sm_90", random.Random(0), kernel=kernel), 8):
         assert cand.text != text
         assemble_cuasm(cand.text, source_name=name)  # raises AssembleError with file:line:col otherwise
@@ -317,7 +317,7 @@ def test_reordered_kernels_assemble_and_verify(name: str, kernel: str | None) ->
 
 
 def _shared_kernel(stem: str) -> Kernel:
-    text = (SHARED_CORPUS / f"{stem}.cuasm").read_text()
+    text = (TRITON_CORPUS / f"{stem}.cuasm").read_text()
     return next(k for k in kernels_of(parse_cuasm(text)[0], SEM) if k.nodes)
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-CORPUS = SHARED_CORPUS
+CORPUS = TRITON_CORPUS
 HERE = Path(__file__).parent
 SAMPLE = HERE / "data" / "lsp_sample.cuasm"
 

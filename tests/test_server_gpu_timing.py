@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-CORPUS = SHARED_CORPUS
+CORPUS = TRITON_CORPUS
 SOURCE = CORPUS / "triton_add.cuasm"
 
 pytestmark = pytest.mark.skipif(not SOURCE.exists(), reason="corpus triton_add.cuasm not found")

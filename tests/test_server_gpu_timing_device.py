@@ -10,13 +10,13 @@ import sys
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_server_gpu_timing import open_copy, start_session, time_edit
 
 from sass_lsp.gpu.corpus import has_gpu
 
-CORPUS = SHARED_CORPUS
+CORPUS = TRITON_CORPUS
 SOURCE = CORPUS / "triton_add.cuasm"
 
 pytestmark = [

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 from lsprotocol import types as lsp
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 from test_server_handlers_fuzz import call, make_server
 
 from sass_lsp.ide import hover
@@ -17,7 +17,7 @@ from sass_lsp.ide.lexer import line_detail
 from sass_lsp.ide.registers import kernel_registers
 
 URI = "file:///incremental/matmul.cuasm"
-TEXT = (SHARED_CORPUS / "triton_matmul.cuasm").read_text()
+TEXT = (TRITON_CORPUS / "triton_matmul.cuasm").read_text()
 
 
 async def settle(server) -> None:  # noqa: ANN001

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from paths import SHARED_CORPUS
+from paths import TRITON_CORPUS
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 HERE = Path(__file__).parent
-SOURCE = SHARED_CORPUS / "triton_add.cuasm"
+SOURCE = TRITON_CORPUS / "triton_add.cuasm"
 pytestmark = pytest.mark.skipif(
     not SOURCE.exists(), reason="the shared sm_90 corpus is not beside the checkout"
 )

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from paths import ROOT, SHARED_CORPUS
+from paths import ROOT, TRITON_CORPUS
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from sass_lsp.analysis import check_module, timeline
@@ -28,9 +28,9 @@ from sass_lsp.analysis.program import kernels_of
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.isa.semantics import load_semantics
 
-ADD = SHARED_CORPUS / "triton_add.cuasm"
-LARGEST = max(SHARED_CORPUS.glob("*.cuasm"), key=lambda p: p.stat().st_size, default=ADD)
-MATMUL = SHARED_CORPUS / "triton_matmul.cuasm"
+ADD = TRITON_CORPUS / "triton_add.cuasm"
+LARGEST = max(TRITON_CORPUS.glob("*.cuasm"), key=lambda p: p.stat().st_size, default=ADD)
+MATMUL = TRITON_CORPUS / "triton_matmul.cuasm"
 SUGGEST_ON = {"reorder-v2": "gelu_bias", "untrained": "gelu_bias"}  # improved by each, and they assemble
 POLICY = ROOT / "policy_models" / "reorder-v2"
 RECOMPUTE = "Recompute control codes for this basic block"
@@ -363,7 +363,7 @@ async def test_suggestions_as_command_and_code_actions_apply_hazard_free(
     await configure(client, policyModelPath=str(policy))
     kernel = SUGGEST_ON[policy.name]
     name = f"suggest-{policy.name}.cuasm"
-    path, uri, lines = open_copy(client, SHARED_CORPUS / f"{kernel}.cuasm", name)
+    path, uri, lines = open_copy(client, TRITON_CORPUS / f"{kernel}.cuasm", name)
     path.with_name(name.replace(".cuasm", ".launch.toml")).write_text(write_spec(load_kernel(kernel)[1]))
     await wait_diags(client, uri, lambda d: True)
     t0 = time.perf_counter()
@@ -471,8 +471,8 @@ async def test_optimize_schedule_screens_candidates_on_the_worker_and_offers_onl
     )
     assert no_spec["ok"] is False and no_spec["verdict"] == "spec_error", no_spec
     assert "optimize.launch.toml" in no_spec["message"]
-    cubin = (SHARED_CORPUS / "triton_add.cubin").read_bytes()
-    spec = spec_from_json((SHARED_CORPUS / "triton_add.json").read_text(), cubin)
+    cubin = (TRITON_CORPUS / "triton_add.cubin").read_bytes()
+    spec = spec_from_json((TRITON_CORPUS / "triton_add.json").read_text(), cubin)
     path.with_name("optimize.launch.toml").write_text(write_spec(spec))
     client.workspace_did_change_configuration(
         lsp.DidChangeConfigurationParams(

@@ -6,8 +6,7 @@
 # Comes back: gpu_tests.txt, phases_{old,new}_{1,2}.txt, host.txt, smi.txt.
 set -uo pipefail
 source .whl/setup.sh >/dev/null 2>&1 || exit 1
-mkdir -p /tmp/sh/corpus && ln -sfn "$PWD/.whl/corpus" /tmp/sh/corpus/sm_90
-SASS_LSP_SHARED=/tmp/sh timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider \
+timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider \
     tests/test_gpu_device.py tests/test_gpu_reorder.py tests/test_gpu_capture.py tests/test_gpu_profile.py \
     tests/test_server_gpu_timing_device.py > "$OUT/gpu_tests.txt" 2>&1
 echo "pytest rc $?" >> "$OUT/gpu_tests.txt"

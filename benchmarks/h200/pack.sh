@@ -2,7 +2,7 @@
 # Here (not on the H200): fill .whl/ with what the H200's image lacks, for `run(..., carry=[".whl"])`.
 # The image has torch, numpy, rich, safetensors, pytest, hypothesis and cuda-python; it lacks the LSP stack,
 # gymnasium and pyelftools, and it cannot reach a registry. Its python3 is 3.12, so sass_lsp runs there as
-# pure Python (SASS_LSP_PURE=1). The sm_90 corpus beside the checkout does not travel, so it is copied too.
+# pure Python (SASS_LSP_PURE=1).
 # OLD=rev also puts that revision's sass_lsp under .whl/old, for first_call.sh's before/after comparison.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -14,5 +14,4 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 cp benchmarks/h200/setup.sh benchmarks/h200/eval.sh benchmarks/h200/rows.sh benchmarks/h200/first_call.sh .whl/
 rm -rf .whl/old
 if [ -n "${OLD:-}" ]; then mkdir -p .whl/old && git archive "$OLD" sass_lsp | tar -x -C .whl/old; fi
-rm -rf .whl/corpus && cp -r ../shared/corpus/sm_90 .whl/corpus
 du -sh .whl

@@ -1,7 +1,8 @@
-"""Where the real-kernel corpus lives, and whether this machine can run it (for tests and benchmarks).
+"""The bundled real-kernel corpus and whether this machine can run it (tests, benchmarks, train, finetune).
 
-The corpus (``NAME.cubin`` + ``NAME.json``) is looked up in ``$SASS_LSP_CORPUS``, then ``shared/corpus/sm_90``
-inside the checkout, then ``../shared/corpus/sm_90`` beside it.
+Triton 3.6 kernels for sm_90: ``NAME.cubin``, its launch ``NAME.json`` and CuAssembler's ``NAME.cuasm``. It
+ships inside the package (``sass_lsp/corpus/sm_90``; ``tools/make_triton_corpus.py`` regenerates it on a
+machine with a GPU and Triton); ``$SASS_LSP_CORPUS`` points at another directory of the same layout.
 """
 
 from __future__ import annotations
@@ -10,37 +11,33 @@ import os
 import subprocess
 import sys
 from functools import cache
+from importlib import resources
 from pathlib import Path
 
 from sass_lsp.gpu.from_json import spec_from_json
 from sass_lsp.gpu.spec import LaunchSpec
 
 CORPUS_ENV = "SASS_LSP_CORPUS"
-_ROOT = Path(__file__).resolve().parents[2]
 
 
-def corpus_dir() -> Path | None:
-    candidates = [
-        os.environ.get(CORPUS_ENV, ""),
-        _ROOT / "shared/corpus/sm_90",
-        _ROOT.parent / "shared/corpus/sm_90",
-    ]
-    for cand in candidates:
-        if cand and Path(cand).is_dir() and any(Path(cand).glob("*.json")):
-            return Path(cand)
-    return None
+def bundled_corpus() -> Path:
+    """The sm_90 corpus shipped with the package."""
+    return Path(str(resources.files("sass_lsp") / "corpus" / "sm_90"))
+
+
+def corpus_dir() -> Path:
+    """``$SASS_LSP_CORPUS`` when set, else the bundled corpus."""
+    override = os.environ.get(CORPUS_ENV, "")
+    return Path(override) if override else bundled_corpus()
 
 
 def corpus_names() -> list[str]:
     root = corpus_dir()
-    if root is None:
-        return []
     return sorted(p.stem for p in root.glob("*.json") if p.with_suffix(".cubin").exists())
 
 
 def load_kernel(name: str) -> tuple[bytes, LaunchSpec]:
     root = corpus_dir()
-    assert root is not None, "no corpus found"
     cubin = (root / f"{name}.cubin").read_bytes()
     return cubin, spec_from_json((root / f"{name}.json").read_text(), cubin)
 

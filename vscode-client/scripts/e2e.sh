@@ -9,11 +9,10 @@
 #
 # Environment:
 #   SASS_LSP_PYTHON  Python with sass_lsp + pygls installed (default: ../.venv/bin/python, then python3)
-#   E2E_CUASM        the .cuasm file to open (default: triton_add.cuasm of the shared corpus if present,
-#                    else the disassembly of sass_lsp/examples/triton_add.cubin)
-#   E2E_SUGGEST_CUASM  the .cuasm "Suggest reorders" runs on (default: the shared corpus's gelu_bias.cuasm,
+#   E2E_CUASM        the .cuasm file to open (default: triton_add.cuasm of the bundled corpus,
+#                    sass_lsp/corpus/sm_90)
+#   E2E_SUGGEST_CUASM  the .cuasm "Suggest reorders" runs on (default: the bundled corpus's gelu_bias.cuasm,
 #                    which policy_models/reorder-v2 improves in the cost model; else kernel.cuasm)
-#   SASS_LSP_SHARED  where the shared corpus lives (default: ../shared beside the checkout, as tests/paths.py)
 #   E2E_PORT         code-server port on 127.0.0.1 (default 8765)
 #   E2E_CACHE        where code-server is installed, kept between runs (default: ~/.cache/sass-lsp-e2e)
 #   E2E_POLICY       sass-lsp.policyModelPath for the run (default: unset, i.e. the server's policy_models/reorder-v2)
@@ -145,7 +144,7 @@ echo "server python: $PYTHON"
 
 WS="$RUN_DIR/workspace"
 mkdir -p "$WS" "$RUN_DIR/data/User" "$RUN_DIR/ext" "$RUN_DIR/xdg-config" "$RUN_DIR/xdg-data" "$RUN_DIR/xdg-cache"
-CORPUS="${SASS_LSP_SHARED:-$REPO_DIR/../shared}/corpus/sm_90"
+CORPUS="$REPO_DIR/sass_lsp/corpus/sm_90"
 CUASM="${E2E_CUASM:-$CORPUS/triton_add.cuasm}"
 if [ -f "$CUASM" ]; then
   cp "$CUASM" "$WS/kernel.cuasm"
