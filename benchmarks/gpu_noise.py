@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default="rotate", choices=["rotate", "flush"])
     parser.add_argument("--json", help="write every result here")
     args = parser.parse_args(argv)
-    if corpus_dir() is None:
-        print("no corpus found (set SASS_LSP_CORPUS)", file=sys.stderr)
+    if not corpus_names():
+        print(f"no kernels in {corpus_dir()}", file=sys.stderr)
         return 2
     names = args.names or corpus_names()
     rows = []

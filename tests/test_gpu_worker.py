@@ -253,6 +253,7 @@ def tcp_server(tmp_path_factory):
     token = secrets.token_hex(16)
     token_file = tmp_path_factory.mktemp("tok") / "token"
     token_file.write_text(token + "\n")
+    token_file.chmod(0o600)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -305,6 +306,7 @@ def test_tcp_with_the_token_serves_requests_and_survives_faults(tcp_server):
 def test_token_file_must_hold_a_real_token(tmp_path):
     short = tmp_path / "t"
     short.write_text("abc")
+    short.chmod(0o600)
     proc = subprocess.run(
         [sys.executable, "-m", "sass_lsp.gpu.worker", "--listen", "127.0.0.1:0", "--token-file", str(short)],
         capture_output=True,
@@ -313,6 +315,21 @@ def test_token_file_must_hold_a_real_token(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2 and "at least 16 characters" in proc.stderr
+
+
+def test_token_file_readable_by_others_is_refused_with_a_hint(tmp_path):
+    shared = tmp_path / "t"
+    shared.write_text(secrets.token_hex(16))
+    shared.chmod(0o644)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sass_lsp.gpu.worker", "--listen", "127.0.0.1:0", "--token-file", str(shared)],
+        capture_output=True,
+        text=True,
+        env=worker_env(FAKE),
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "other users" in proc.stderr and "chmod 600" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 class _PlacementBiasedDevice(FakeDevice):
