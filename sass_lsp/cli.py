@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from sass_lsp import __version__
+from sass_lsp.children import exit_on_termination
 from sass_lsp.files import write_atomic
 
 EXAMPLES = Path(__file__).parent / "examples"
@@ -373,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    exit_on_termination()  # a killed command removes its temp files and children as Ctrl-C does
     try:
         return args.func(args)
     except CliError as exc:

@@ -13,6 +13,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from sass_lsp.children import with_parent
+
 
 class NvdisasmError(RuntimeError):
     """nvdisasm is missing or rejected its input."""
@@ -53,7 +55,7 @@ def run_nvdisasm(args: list[str], data: bytes | None = None, suffix: str = ".cub
             path = Path(tmp) / f"input{suffix}"
             path.write_bytes(data)
             cmd.append(str(path))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=with_parent)
     if proc.returncode != 0:
         raise NvdisasmError(f"nvdisasm failed ({proc.returncode}): {proc.stderr.strip()}")
     return proc.stdout
