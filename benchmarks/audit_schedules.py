@@ -11,6 +11,8 @@ confirmed schedule whether it is reachable and as repaired. The answer depends o
 the checkout that runs it.
 
     python benchmarks/audit_schedules.py LOG.jsonl[.gz] [LOG ...]
+    R=benchmarks/results/reorder_eval_h200.tar.xz  # ARCHIVE:MEMBER paths: benchmarks/results_archive.py
+    python benchmarks/audit_schedules.py "$R:reorder_measurements_h200_run*.jsonl"
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 from pathlib import Path
+
+from results_archive import expand
 
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
@@ -74,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", type=Path, nargs="+")
     args = ap.parse_args(argv)
+    args.logs = expand(args.logs)
     for path in args.logs:
         print("\n".join(audit(path)), flush=True)
     return 0

@@ -21,6 +21,8 @@ the pooled Spearman of the held-out predictions, and what picking the best-predi
 consecutive held-out schedules would have measured against their mean (``pick_lift``).
 
     python benchmarks/cost_model_vs_gpu.py LOG.jsonl[.gz] [LOG ...] [--arch sm_90] [--json OUT.json] [--fit]
+
+A log may be ``ARCHIVE.tar.xz:PATTERN``: members of a ``benchmarks/results`` archive (``results_archive``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from results_archive import expand
 
 from sass_lsp.gpu.measure import read_log
 from sass_lsp.schedule.game import ReorderGame
@@ -212,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the per-candidate pairs and the summaries here")
     ap.add_argument("--fit", action="store_true", help="also fit a cost model, leaving one kernel out")
     args = ap.parse_args(argv)
+    args.logs = expand(args.logs)
     per_kernel = pairs_from_logs(args.logs, args.arch)
     if not per_kernel:
         print("no measurement with its original text in these logs (older logs lack it)")

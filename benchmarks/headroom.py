@@ -16,7 +16,8 @@ Ceilings, from /work/.library/device/KINDS.md (measured on these H200 machines) 
 device-to-device copy 4.3 TB/s (bytes read + written), fp16/bf16 matrix product 788 TFLOP/s on random data;
 fp32 FMA 67 TFLOP/s is the datasheet's (a lead, not measured here).
 
-    python benchmarks/headroom.py benchmarks/results/reorder_measurements_h200_run*.jsonl.gz
+    R=benchmarks/results/reorder_eval_h200.tar.xz  # ARCHIVE:MEMBER paths: benchmarks/results_archive.py
+    python benchmarks/headroom.py "$R:reorder_measurements_h200_run*.jsonl"
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from reorder_eval import load_kernel  # a held-out kernel as the evaluation loads it
+from results_archive import expand
 
 from sass_lsp.gpu.measure import read_log
 
@@ -96,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("logs", type=Path, nargs="+")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
+    args.logs = expand(args.logs)
     rows = headroom(args.logs)
     if not rows:
         print("error: no screened trial with the original's time in these logs", file=sys.stderr)

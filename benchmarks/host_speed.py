@@ -2,10 +2,10 @@
 
 Some hosts run a process at full speed or, for seconds at a time, ~1.5x slower with no project code
 involved: on the H200 host's Xeon a fixed pure-Python loop in 32 fresh interpreters took 225-251 ms or
-271-387 ms (results/check_speed.log, 2026-12-01). A benchmark brackets each sample with
-:func:`host_probe`, run just before and just after it in the same process, and :func:`full_speed` reports
-the samples whose probes were both within ``FULL_SPEED`` of the run's fastest probe, beside the median of
-all samples (which the benchmarks still print).
+271-387 ms (``check_speed.log`` in ``benchmarks/results/host_speed.tar.xz``). A benchmark brackets each
+sample with :func:`host_probe`, run just before and just after it in the same process, and
+:func:`full_speed` reports the samples whose probes were both within ``FULL_SPEED`` of the run's fastest
+probe, beside the median of all samples (which the benchmarks still print).
 """
 
 from __future__ import annotations

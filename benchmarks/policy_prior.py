@@ -12,7 +12,8 @@ predicted speedup of their best-predicted move, for shares of the draws made uni
 policy: 0 (the policy alone), 1/4, 1/2 and 1 (uniform). Logs of
 random legal moves (runs 23 and 24) are the fairest fit; a walk's log knows its own neighbourhood best.
 
-    python benchmarks/policy_prior.py benchmarks/results/reorder_measurements_h200_run{23,24}.jsonl.gz
+    R=benchmarks/results/reorder_eval_h200.tar.xz  # ARCHIVE:MEMBER paths: benchmarks/results_archive.py
+    python benchmarks/policy_prior.py $R:reorder_measurements_h200_run{23,24}.jsonl
     python benchmarks/policy_prior.py ... --temperature 4   # the policy's softmax flattened
 """
 
@@ -25,6 +26,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from results_archive import expand
 from surrogate_replay import samples
 
 from sass_lsp.gpu.measure import read_log
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "--temperature", type=float, default=1.0, help="the policy's softmax temperature (the walk's: 1)"
     )
     args = ap.parse_args(argv)
+    args.logs = expand(args.logs)
     net = load_for_suggestions(args.policy)
     rng = random.Random(0)
     shares = " / ".join(f"{share:g}" for share in SHARES)

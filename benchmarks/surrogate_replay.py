@@ -20,9 +20,10 @@ Each table has a row per feature set of ``surrogate.FEATURES`` (``displacement``
 displacement, the walks' model so far; ``pairs``: the pairs of instructions out of ptxas's order), and
 ``--fit-on`` ends with what the pair model's fit and a step's 16 predictions cost on the host at that size.
 
-    python benchmarks/surrogate_replay.py benchmarks/results/reorder_measurements_h200_run{23,24}.jsonl.gz
-    python benchmarks/surrogate_replay.py benchmarks/results/reorder_measurements_h200_run54.jsonl.gz \
-        --fit-on benchmarks/results/reorder_measurements_h200_run{33,40,47}.jsonl.gz
+    R=benchmarks/results/reorder_eval_h200.tar.xz  # ARCHIVE:MEMBER paths: benchmarks/results_archive.py
+    python benchmarks/surrogate_replay.py $R:reorder_measurements_h200_run{23,24}.jsonl
+    python benchmarks/surrogate_replay.py $R:reorder_measurements_h200_run54.jsonl \
+        --fit-on $R:reorder_measurements_h200_run{33,40,47}.jsonl
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from cost_model_vs_gpu import spearman
+from results_archive import expand
 
 from sass_lsp.gpu.measure import read_log
 from sass_lsp.schedule.canonical import OriginalOrders
@@ -194,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit-on", type=Path, nargs="+", help="fit on these logs, score all of each log given")
     ap.add_argument("--arch", default="sm_90")
     args = ap.parse_args(argv)
+    args.logs = expand(args.logs)
+    args.fit_on = expand(args.fit_on) if args.fit_on else args.fit_on
     if args.fit_on:
         cross(args.fit_on, args.logs, args.arch)
         return 0

@@ -8,7 +8,8 @@ and the largest screened speedup (a maximum over noisy ratios: biased upwards). 
 screen higher spends more of its budget near faster schedules. The method is read from the run's
 ``reorder_eval_h200_runN.log`` beside the log, when there is one.
 
-    python benchmarks/walk_summary.py benchmarks/results/reorder_measurements_h200_run{25,26,37}.jsonl.gz
+    R=benchmarks/results/reorder_eval_h200.tar.xz  # ARCHIVE:MEMBER paths: benchmarks/results_archive.py
+    python benchmarks/walk_summary.py $R:reorder_measurements_h200_run{25,26,37}.jsonl
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from reorder_eval import run_rows
+from results_archive import expand
 
 from sass_lsp.gpu.measure import read_log
 
@@ -65,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", type=Path, nargs="+")
     args = ap.parse_args(argv)
+    args.logs = expand(args.logs)
     rows = [row for log in args.logs for row in summarize_log(log)]
     if not rows:
         print("error: no matched screened measurement in these logs", file=sys.stderr)

@@ -96,7 +96,8 @@ def test_uniform_rewrite_distance_depends_on_the_writer() -> None:
     assert (4, "SASS017") in _codes(read.format(n=1) + uiadd + tail)
 
 
-# The H200 cases (benchmarks/results/hazard_hardware_h200_run2.log): a swap left these alu<->fma pairs 4
+# The H200 cases (hazard_hardware_h200_run2.log in
+# benchmarks/results/hazard_hardware_h200.tar.xz): a swap left these alu<->fma pairs 4
 # cycles apart and the kernel computed wrong results; ptxas puts VIADD<->IMAD at 4 (VIADD issues like IMAD).
 ALU_FMA = (
     "  [B------:R-:W-:-:S04]  {first} ;\n  [B------:R-:W-:-:S01]  {second} ;\n"

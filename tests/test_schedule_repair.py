@@ -313,7 +313,8 @@ def test_reordered_kernels_assemble_and_verify(name: str, kernel: str | None) ->
 
 # ---------------------------------------------------------------- what the H200 showed (run 2)
 # Each case is a single legal move that gave wrong results or a fault on the H200 before the repair knew the
-# rule (benchmarks/results/reorder_hardware_h200_run2.log); the repaired block must now keep the distance.
+# rule (reorder_hardware_h200_run2.log in
+# benchmarks/results/reorder_hardware_h200.tar.xz); the repaired block must now keep the distance.
 
 
 def _shared_kernel(stem: str) -> Kernel:

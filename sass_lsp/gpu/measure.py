@@ -147,7 +147,7 @@ class GpuMeasure:
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
-    """The records of a measurement log (``.jsonl``, or ``.jsonl.gz`` as kept in ``benchmarks/results``)."""
+    """The records of a measurement log (``.jsonl``, or gzipped ``.jsonl.gz``)."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]

@@ -1,10 +1,10 @@
 """Summary statistics for timings: median and IQR per side, and a paired bootstrap CI of the speedup.
 
 Each round timed the original and the edit back to back, so a round's pair shares the same clock and thermal
-state: the speedup is built from per-round ratios, which cancel a drifting clock (an H200 running a
-245 µs matmul fell from 1980 to 1425 MHz within one timing; the ratio of the two sides' medians then spread
-over ±1.5%, the paired ratio does not). Rounds are the unit of resampling; the RNG seed is fixed so the same
-samples always give the same interval.
+state: the speedup is built from per-round ratios, which cancel a drifting clock (on an H200 a 245 µs
+matmul's SM clock fell from 1980 to 1425 MHz within one timing; the ratio of the two sides' medians then
+spread over ±1.5%, the paired ratio does not). Rounds are the unit of resampling; the RNG seed is fixed so
+the same samples always give the same interval.
 """
 
 from __future__ import annotations

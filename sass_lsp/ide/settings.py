@@ -29,9 +29,8 @@ class Settings:
 
     optimizeUniformShare: float = 0.5
     """Share of the 16 moves "Optimize schedule"'s surrogate walk draws uniformly instead of from the policy
-    (0-1; ``optimize --uniform-share``'s default: over six kernels on the H200 0.5 scored 1.0139 against 0's
-    1.0083, ahead on triton_matmul, 1.0430 and 1.0593 over two seeds against 1.0200, behind on
-    rmsnorm_f32_4096, 1.0000 against 1.0041: model card)."""
+    (0-1; ``optimize --uniform-share``'s default; 0.5 confirmed more than 0 over the held-out kernels:
+    docs/evaluation.md)."""
 
     policyModelPath: str | None = None
     """Checkpoint of the reorder policy (a directory; relative to the workspace folder); ``None``: the one

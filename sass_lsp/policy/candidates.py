@@ -176,13 +176,12 @@ def move_weights(net: PolicyNet, game: ReorderGame, temperature: float) -> list[
 
 # ``optimize --search``; the evaluation's policy-guided methods
 SEARCHES = ("beam", "policy_annealing", "policy_surrogate")
-# the one whose 300 s H200 rows have the highest geometric mean of the three over the six held-out kernels
-# (1.0083 against 1.0067 and 1.0066, runs 37-43: model card)
+# of the three, the one with the highest geometric mean over the six held-out kernels on the GPU
+# (docs/evaluation.md)
 DEFAULT_SEARCH = "policy_surrogate"
-# its share of uniform draws when none is given: with 0.5 (the evaluation's ``policy_surrogate_mix``) its
-# six 300 s H200 rows have a geometric mean of 1.0139 against 0.0's 1.0083, ahead on triton_matmul (1.0430
-# and 1.0593 over two seeds, against 1.0200) and behind on rmsnorm_f32_4096 (1.0000 against 1.0041); one run
-# per cell otherwise (runs 45-50, 57)
+# its share of uniform draws when none is given: half uniform (the evaluation's ``policy_surrogate_mix``)
+# scored a higher geometric mean over the held-out kernels than the policy's draws alone, through
+# triton_matmul; it was behind on rmsnorm_f32_4096 (docs/evaluation.md)
 DEFAULT_UNIFORM_SHARE = 0.5
 
 

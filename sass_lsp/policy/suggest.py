@@ -43,7 +43,8 @@ SEARCH_SHARE = 0.9
 # OpenMP start-up and barriers. On the H200 host's 16-core Xeon, fma_2k's first request took 320 ms with
 # torch's default 16 threads (its first forward pass alone 103 ms) and 173 ms with 4 set before the load
 # (capped only after a load on 16: 219-221 ms, with the host in a slow stretch, so not a clean comparison).
-# The suggestions are the same whatever the count (benchmarks/results/suggest_latency.log).
+# The suggestions are the same whatever the count (``suggest_latency.log`` in
+# benchmarks/results/host_speed.tar.xz).
 INTERACTIVE_THREADS = 4
 
 

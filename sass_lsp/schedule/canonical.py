@@ -6,7 +6,8 @@ the evidence for what the hardware needs (see :mod:`.deps`). A game built from a
 that text for ptxas's, so a chain of moves (the beam expanding a measured schedule, annealing stepping from
 its current one) loses the evidence step by step: on the H200 an annealing chain moved `IADD3 R17` above
 the `STS` whose wait had kept it after `LDG R16, [R16.64]` in ptxas's order, each step legal against its
-parent, and the kernel faulted (sgemm_tiled, ``benchmarks/results/reorder_eval_h200_run18.log``).
+parent, and the kernel faulted (sgemm_tiled, ``reorder_eval_h200_run18.log`` in
+``benchmarks/results/reorder_eval_h200.tar.xz``).
 
 :class:`OriginalOrders` maps a candidate's text back to a node order per block of the original (its
 instruction lines hold the original's instructions, each block in its own line range, ``.reuse`` possibly

@@ -84,20 +84,21 @@ _NO_NODES: list[int] = []  # (never changed)
 # (never more than ptxas's own distance, so the ptxas order repairs to itself). The latency table's rows are
 # minimums of ptxas's distances per pipe class; on the H200 pairs placed at those minimums but with other
 # opcodes gave wrong results (alu <-> fma at 4, USEL -> ULEA and ULEA -> UIADD3 at 3, UMOV -> HGMMA's
-# descriptor at 3: benchmarks/results/reorder_hardware_h200_run2.log). HGMMA's operands keep ptxas's distance
-# (up to LATE_READ_CAP): UIADD3.64 UR14 -> HGMMA gdesc[UR12] at 6 cycles (ptxas: 15) gave wrong results
-# (run5); in the corpus ptxas puts uniform ALU results 9-15 cycles before the HGMMA that reads them.
+# descriptor at 3). HGMMA's operands keep ptxas's distance (up to LATE_READ_CAP): UIADD3.64 UR14 -> HGMMA
+# gdesc[UR12] at 6 cycles (ptxas: 15) gave wrong results; in the corpus ptxas puts uniform ALU results 9-15
+# cycles before the HGMMA that reads them. The hardware records of these and the findings below (the
+# reorder_hardware_h200_run*.log members): benchmarks/results/reorder_hardware_h200.tar.xz.
 UNTRUSTED_RAW_FLOOR = 6
 # UNIFORM_WAR: a write of a uniform register after a read of it keeps ptxas's distance (capped at the floor
 # above). Uniform-datapath instructions read their sources after issue: ptxas never rewrites a UR sooner
 # than 3 cycles after a uniform instruction read it with ULDC/UMOV (2 with another uniform op), and on the
 # H200 a ULDC.64 UR8 one cycle after ULEA.HI.X read UR9, and a UMOV UR5 one cycle after UIADD3 read UR5,
-# gave a fault and wrong results (benchmarks/results/reorder_hardware_h200_run3.log).
+# gave a fault and wrong results.
 
 # A source of a variable-latency or memory op without R scoreboard is read when the op leaves its queue,
 # which can be long after issue: its next writer keeps min(ptxas's distance, this many cycles). 15 was not
 # enough on the H200: a LOP3 rewriting R27 15 cycles after `LDS R15, [R27+UR4+0x2900]` (ptxas: 50), behind a
-# burst of LDS/STG, gave wrong results twice (benchmarks/results/reorder_hardware_h200_run4.log).
+# burst of LDS/STG, gave wrong results twice.
 LATE_READ_CAP = 64
 
 _G, _S, _L = 1, 2, 4
@@ -836,8 +837,7 @@ def _scoreboard_edges(ctx: KernelContext, facts: BlockFacts, edges: _Edges) -> N
     # A memory op without an R scoreboard reads its sources when it leaves its queue, in order with that
     # queue: a later op's R scoreboard also covers it, and ptxas lets the next writer of its sources wait on
     # that one. It stays before every later R-scoreboard op of its queue (on the H200 an LDG sunk below two
-    # `R0` LDGs read R41 after the FFMA that waited on SB0 rewrote it: a fault,
-    # benchmarks/results/reorder_hardware_h200_run7.log).
+    # `R0` LDGs read R41 after the FFMA that waited on SB0 rewrote it: a fault).
     read_sb_ops: dict[str, list[int]] = {}  # queue -> its producers with an R scoreboard, in order
     for j in producers:
         if info[j].rsb is not None:
@@ -862,7 +862,7 @@ def _completion_edges(facts: BlockFacts, order: list[int], st: int) -> None:
     move can put the writer first, and only the distance rule (``LATE_READ_CAP``) is left, which does not
     bound a queue's delay: on the H200 `IADD3 R17` moved above the `STS [R34], R16` that waited on
     `LDG R16, [R16.64]`'s SB4, 37 cycles after the LDG (ptxas: 32, behind the wait), and the kernel faulted
-    (sgemm_tiled, benchmarks/results/reorder_eval_h200_run18.log)."""
+    (sgemm_tiled; ``reorder_eval_h200_run18.log`` in ``benchmarks/results/reorder_eval_h200.tar.xz``)."""
     info = facts.info
     for i in range(facts.start, facts.end):
         f = info[i]

@@ -115,7 +115,7 @@ class SearchLog:
     def best(self) -> Trial | None:
         """The accepted trial surest faster: measured faster, then the highest lower CI bound (the speedup
         when a measure gives no CI). Not the highest speedup: over a hundred screened candidates the
-        maximum is mostly noise (the winner's curse); on triton_matmul (run 8) the highest screened speedup
+        maximum is mostly noise (the winner's curse); on triton_matmul the highest screened speedup once
         confirmed at 1.0051, the highest lower bound at 1.0145."""
         ok = [t for t in self.trials if t.result.accepted]
         return max(ok, key=_surety, default=None)
@@ -196,10 +196,10 @@ def annealing(
 
     A neighbour is accepted if it is faster than the current schedule, or with probability
     exp(Δspeedup / T); T shrinks by ``cooling`` after each neighbour judged. Rejected outputs are never
-    accepted. A neighbour measured before is judged on that measurement and costs no budget (run 18
-    measured one schedule four times). After ``max_misses`` proposals in a row that measure nothing new the
-    search is stuck (T has cooled to a greedy walk whose neighbours are all measured: runs 19 and 21 stopped
-    so with half their budget left). It then restarts with T reset, alternately from the schedule measured
+    accepted. A neighbour measured before is judged on that measurement and costs no budget (an early
+    version measured one schedule four times). After ``max_misses`` proposals in a row that measure nothing
+    new the search is stuck (T has cooled to a greedy walk whose neighbours are all measured, which once
+    left half the budget unspent). It then restarts with T reset, alternately from the schedule measured
     surest faster and from the original, and ends after ``max_restarts`` restarts in a row that measure
     nothing new (the neighbourhoods it can reach are measured).
     """
@@ -430,7 +430,7 @@ def neighbour(
     """``propose(text, rng)`` for :func:`annealing`: one legal move away from ``text``, a schedule
     ``propose`` returned before (or the original). One game of ``original`` plays every chain, so every
     move is legal against ptxas's order and repaired against it (a game built from an edited text would
-    take that text for ptxas's: :mod:`.canonical`, run 18). ``pick(game, rng)`` chooses the move, a row of
+    take that text for ptxas's: :mod:`.canonical`). ``pick(game, rng)`` chooses the move, a row of
     ``game.candidates()``: uniformly by default, the policy's distribution in
     :func:`sass_lsp.policy.candidates.policy_pick`."""
     from sass_lsp.schedule.game import ReorderGame

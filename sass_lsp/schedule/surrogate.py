@@ -3,23 +3,18 @@ model of the measurements so far predicts fastest, so the GPU's time goes to the
 
 The surrogate is ridge regression of log measured speedup on each instruction's displacement from ptxas's
 order (node ``i`` at position ``p`` of its block: ``p - i``), refitted as measurements arrive. It knows
-nothing of the hardware; it learns, per kernel, which instructions moved which way paid. Replayed on the
-H200's random-move runs 23 and 24 (``benchmarks/surrogate_replay.py``, ``surrogate_replay.log``), a fit on
-a kernel's first 100 or 200 measured schedules ranks the rest at Spearman +0.44/+0.49 (sgemm_tiled) and
-+0.37/+0.41 (triton_matmul; +0.10 from 50), and the best-predicted of ten of them screened +1.2% above the
-ten's mean on sgemm_tiled, +0.4% on triton_matmul. Hence ``warmup``: the first 100 measurements are plain
-annealing. On the H200 at 300 GPU s (runs 37-40, drawing from the policy) it confirmed 1.0201 on sgemm_tiled
-and 1.0058 on stencil2d, ahead of or level with uniform annealing, but 1.0200 on triton_matmul against
-annealing's 1.0394 (the model card's Evaluation).
+nothing of the hardware; it learns, per kernel, which instructions moved which way paid. Replayed on logs
+of random legal moves measured on the GPU (``benchmarks/surrogate_replay.py``), a fit on a kernel's first
+100 or 200 measured schedules ranks the rest usefully (Spearman about +0.4 to +0.5 on the matrix products)
+but barely from 50. Hence ``warmup``: the first 100 measurements are plain annealing. How the walk compares
+with the other searches on the GPU: docs/evaluation.md.
 
 ``features="pairs"`` fits the same ridge on other features: for each pair of instructions, whether the
 schedule runs them in the opposite order to ptxas (:func:`inversions`; :class:`PairSurrogate`). A move that
-passes a load and one that passes an ALU instruction by as many slots then differ. Replayed on the six
-random-move runs (23, 24, 53-56; stop 30), fitted on a run's first 400 schedules, it ranks the rest better
-than displacements on all six held-out kernels (triton_matmul +0.44 -> +0.57), and fitted on a kernel's
-walks it ranks its random-move run better on five of six (``surrogate_replay.log``). Yet on the H200 its
-walk confirmed less (runs 58-59: 1.0259 on triton_matmul, 1.0190 on sgemm_tiled, against the displacement
-model's 1.0430/1.0593 and 1.0207) and screened lower in every quarter, so displacements stay the default.
+passes a load and one that passes an ALU instruction by as many slots then differ. Replayed on random-move
+logs it ranks schedules better than displacements on all six held-out kernels, yet on the GPU its walk
+confirmed less than the displacement model's on both kernels tried, so displacements stay the default
+(docs/evaluation.md).
 
 Pure: numpy only. The proposer of the draws is injected: uniform, or the policy's distribution
 (:func:`sass_lsp.policy.candidates.policy_draw`)."""

@@ -11,7 +11,7 @@ Evidence (reproducible, no GPU):
 3. third-party facts: MESA ``sm80_instr_latencies.rs`` figures quoted in notes/cuasm-format.md §3.3
    for sm_80/86/89 rows [3rd]; assumed variable latencies for the timeline [3rd/guess].
 Measured rows (``source: measured``) written by the ``calibrate`` command are kept when rebuilding.
-The Triton kernels in /work/shared/corpus are held out (they are the false-alarm test set).
+The Triton kernels of sass_lsp/corpus/sm_90 are held out (they are the false-alarm test set).
 
     python tools/isa/build_semantics.py [--arch sm_90 ...]
 """
@@ -270,7 +270,8 @@ def classify(modules: list[tuple[Path, Module]]) -> dict[str, dict]:
 # SHF -> F2FP -> PRMT and FSEL/FFMA/FADD -> FCHK, which it places at 4: VIADD issues like IMAD there, I2FP
 # and F2FP like the ALU, and FCHK (variable latency, like MUFU) reads both at 4. The H200 agrees: its
 # calibrated alu<->fma latency is 5 (IADD3->IMAD, IMAD->IADD3), and swaps that left LOP3->IMAD and
-# IMAD->LEA at 4 cycles gave wrong results (benchmarks/results/hazard_hardware_h200_run2.log).
+# IMAD->LEA at 4 cycles gave wrong results (hazard_hardware_h200_run2.log in
+# benchmarks/results/hazard_hardware_h200.tar.xz).
 PIPE_BY_ARCH: dict[str, dict[str, str]] = {
     arch: {"VIADD": "fma", "I2FP": "alu", "F2FP": "alu", "FCHK": "xu"}
     for arch in ("sm_90", "sm_100a", "sm_120")
