@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import gc
 import random
+
+import pytest
 import re
 
 from paths import TRITON_CORPUS
@@ -73,6 +75,7 @@ def _key(eff: S.Effects) -> tuple:
     return repr(eff), dataclasses.astuple(eff)
 
 
+@pytest.mark.slow
 def test_shapes_renumber_like_a_fresh_scan() -> None:
     texts = _corpus_texts()
     assert len(texts) > 500

@@ -32,6 +32,7 @@ def nvdisasm_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return runs
 
 
+@pytest.mark.slow
 def test_new_control_codes_and_orders_of_verified_words_need_no_nvdisasm(nvdisasm_runs: list[int]) -> None:
     data = (TRITON_CORPUS / "triton_matmul.cubin").read_bytes()
     text = write_cuasm(data)  # disassembles once
@@ -64,6 +65,7 @@ def test_new_control_codes_and_orders_of_verified_words_need_no_nvdisasm(nvdisas
     assert fresh < 12
 
 
+@pytest.mark.slow
 def test_a_wrong_word_is_caught_after_its_text_was_verified(nvdisasm_runs: list[int]) -> None:
     data = (TRITON_CORPUS / "triton_add.cubin").read_bytes()
     words = {ins.pc: ins.word for ins in disasm.disassemble(data).sections[".text.add_kernel"].instrs}

@@ -24,6 +24,7 @@ from sass_lsp.gpu.calibrate import (
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc compiles the skeletons")
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_chain_variant_assembles_with_the_measured_stall_on_the_measured_edge() -> None:
     skeleton = write_cuasm(compile_skeleton(SKELETON_CHAIN, "sm_90"))
@@ -38,6 +39,7 @@ def test_chain_variant_assembles_with_the_measured_stall_on_the_measured_edge() 
     assert len(adds) == CHAIN_STEPS and all(":Y:S15]" in ln for ln in adds)
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_barrier_variant_sets_the_distance_and_a_legal_yield() -> None:
     skeleton = write_cuasm(compile_skeleton(SKELETON_BARRIER, "sm_90"))

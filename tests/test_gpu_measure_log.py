@@ -26,6 +26,7 @@ def test_schedule_edits_rebuild_the_candidate(a: list[str], b: list[str]) -> Non
     assert apply_edits(original, schedule_edits(original, candidate)) == candidate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("search", ["beam", "policy_annealing", "policy_surrogate"])
 def test_optimize_log_rebuilds_each_measured_schedule(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, search: str

@@ -39,6 +39,7 @@ def test_compiled_matches_pure(tmp_path) -> None:  # noqa: ANN001
     assert compiled == pure
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _native.compiled_present(), reason="no compiled build (pure-Python install)")
 def test_compiled_game_matches_pure(tmp_path) -> None:  # noqa: ANN001
     """The reorder game (schedule.deps, repair, cost): facts, edges, costs, masks and moves' text edits."""

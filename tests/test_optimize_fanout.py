@@ -42,6 +42,7 @@ def two_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Optimiz
     return jobs
 
 
+@pytest.mark.slow
 def test_fan_out_runs_each_kernel_in_its_own_ray_task(two_kernels: list[OptimizeJob]) -> None:
     finished: list[int] = []
     results = fan_out(optimize_one, two_kernels, on_done=lambda i, r: finished.append(i))
@@ -57,6 +58,7 @@ def test_fan_out_runs_each_kernel_in_its_own_ray_task(two_kernels: list[Optimize
         assert not output_path(job.out_stem, ".cubin").exists()
 
 
+@pytest.mark.slow
 def test_a_failing_job_is_its_own_row(two_kernels: list[OptimizeJob]) -> None:
     two_kernels[1].launch.write_text("kernel = 3\n")
     results = fan_out(optimize_one, two_kernels)

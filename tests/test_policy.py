@@ -151,6 +151,7 @@ def greedy_return(net: PolicyNet, seeds: range) -> float:
     return total / len(seeds)
 
 
+@pytest.mark.slow
 def test_ppo_learns_the_toy_game():
     torch.manual_seed(0)
     net = PolicyNet(SMALL)
@@ -195,6 +196,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {**report, "test_wall_s": time.perf_counter() - start}
 
 
+@pytest.mark.slow
 def test_train_smoke_on_the_corpus(trained: dict):
     assert trained["test_wall_s"] < 60
     names = {name for name, _, _ in corpus()}
@@ -377,6 +379,7 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
     assert children, f"{name}: no candidate was built on a schedule measured faster"
 
 
+@pytest.mark.slow
 def test_policy_annealing_walks_where_the_policy_points_and_stays_a_schedule_of_the_original():
     """``neighbour(pick=policy_pick(net))``: each move is drawn from the policy's distribution over the
     current schedule's legal moves (nearly always its favourite at a low temperature), every schedule the

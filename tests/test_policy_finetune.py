@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # REINFORCE episodes on the fake GPU: tens of seconds
 
 from paths import TRITON_CORPUS  # noqa: E402
 

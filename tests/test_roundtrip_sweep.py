@@ -24,6 +24,7 @@ def n_kernels(cubin: bytes) -> int:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHES)
 def test_generated_corpus_round_trips_bit_for_bit(arch: str) -> None:
     cubins = generated_cubins(arch)

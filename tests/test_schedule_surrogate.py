@@ -146,6 +146,7 @@ def test_an_unknown_feature_set_is_refused():
         SurrogatePick(TEXT, "sm_90", features="moves")
 
 
+@pytest.mark.slow
 def test_the_surrogate_walk_learns_the_hidden_measure_and_beats_plain_annealing():
     """Same seeds, same 120 measurements: annealing's uniform moves against the surrogate's picks."""
     plain, guided = [], []
@@ -159,6 +160,7 @@ def test_the_surrogate_walk_learns_the_hidden_measure_and_beats_plain_annealing(
     assert all(g > p for p, g in zip(plain, guided, strict=True)), (plain, guided)  # +2.6..7.6% here
 
 
+@pytest.mark.slow
 def test_on_a_measure_of_pairs_the_pair_surrogate_ranks_unseen_schedules_better():
     """The point of the pair features: a measure that depends on which instruction passes which (as latency
     hiding does) is one the displacement model fits only in part. 600 random legal schedules, each model

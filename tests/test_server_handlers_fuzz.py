@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types as lsp
@@ -121,5 +123,6 @@ async def drive(text: str, positions: list[tuple[int, int]], edit: tuple[int, in
     st.lists(st.tuples(st.integers(0, 45), st.integers(0, 90)), min_size=1, max_size=4),
     st.tuples(st.integers(0, 45), st.integers(0, 90), st.text(max_size=5)),
 )
+@pytest.mark.slow
 def test_handlers_never_raise(text: str, positions: list, edit: tuple) -> None:
     asyncio.run(drive(text, positions, edit))

@@ -14,6 +14,7 @@ from paths import ROOT
 CLIENT = ROOT / "vscode-client"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm (node 20) is needed for the extension's tests")
 def test_extension_builds_and_its_unit_and_grammar_tests_pass() -> None:
     if not (CLIENT / "node_modules").is_dir():
