@@ -13,10 +13,9 @@ from __future__ import annotations
 import dataclasses
 import gc
 import random
-
-import pytest
 import re
 
+import pytest
 from paths import TRITON_CORPUS
 
 from sass_lsp.analysis import check_module

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types as lsp
