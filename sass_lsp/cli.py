@@ -80,6 +80,7 @@ def cmd_asm(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Disassemble the bundled sm_90 cubin, re-assemble it, and show the round trip is exact."""
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(soft_wrap=True)
     original = DEMO_CUBIN.read_bytes()
@@ -130,7 +131,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         net = cli_policy.load_net(None)
     except CliError as exc:
-        console.print(f"5. reorder suggestions: skipped ({exc})")
+        console.print(f"5. reorder suggestions: skipped ({escape(str(exc))})")  # escaped: it names [policy]
         return 1 if errors else 0
     from sass_lsp.policy.suggest import suggest
 
