@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from sass_lsp.cli import CliError
@@ -282,19 +283,19 @@ CUDA_HELDOUT = ("sgemm_tiled", "stencil2d")
 MIN_INSTRUCTIONS = 24  # smaller kernels have next to nothing to reorder
 
 
-TRAIN_SOURCES = Path(__file__).resolve().parents[1] / "tools/policy/train_kernels.cu"
+TRAIN_SOURCES = Path(str(resources.files("sass_lsp.policy") / "train_kernels.cu"))  # package data
 # ptxas schedules the same source differently under these flags: more distinct training schedules.
 TRAIN_VARIANTS = ((), ("-use_fast_math",), ("-maxrregcount=64",))
 
 
 def compile_training_kernels(out_dir: Path) -> list[Path]:
-    """tools/policy/train_kernels.cu compiled for sm_90 once per variant (nvcc from CUDA 13)."""
+    """sass_lsp/policy/train_kernels.cu compiled for sm_90 once per variant (nvcc from CUDA 13)."""
     import shutil
     import subprocess
 
     if shutil.which("nvcc") is None:
         raise CliError(
-            "nvcc not found\n  hint: the training set compiles tools/policy/train_kernels.cu with nvcc"
+            "nvcc not found\n  hint: the training set compiles sass_lsp/policy/train_kernels.cu with nvcc"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
