@@ -194,7 +194,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
         if not hello.ok:
-            raise CliError(f"no GPU worker: {hello.reason}")
+            raise CliError(hello.reason)
         log_path = output_path(job.out_stem, ".measurements.jsonl")
         measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path, original_text=text)
         result = optimize(search, measure, job.budget, on_trial=on_trial)
@@ -414,7 +414,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
         if not hello.ok:
-            raise CliError(f"no GPU worker: {hello.reason}")
+            raise CliError(hello.reason)
         kernels = []
         for name in names:
             corpus = args.corpus or corpus_dir()

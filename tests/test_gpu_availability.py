@@ -116,3 +116,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300
     )
+
+
+@no_cuda_python
+def test_optimize_without_cuda_python_names_the_gpu_extra(tmp_path: Path) -> None:
+    kernel = tmp_path / "triton_add.cuasm"
+    assert _cli("disasm", str(EXAMPLES / "triton_add.cubin"), "-o", str(kernel)).returncode == 0
+    launch = EXAMPLES / "triton_add.launch.toml"
+    out = _cli("optimize", str(kernel), "--launch", str(launch), "--budget", "5")
+    assert out.returncode == 2 and EXTRA in out.stderr, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and "{" not in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["triton_add.cuasm"]  # nothing written
