@@ -31,6 +31,7 @@ from surrogate_replay import samples
 
 from sass_lsp.gpu.measure import read_log
 from sass_lsp.policy.candidates import draw_rows, move_weights
+from sass_lsp.policy.checkpoint import bundled_policy
 from sass_lsp.policy.suggest import load_for_suggestions
 from sass_lsp.schedule.game import ReorderGame
 from sass_lsp.schedule.surrogate import Surrogate, displacements, orders_after
@@ -91,7 +92,7 @@ def prior_of(log: Path, net, arch: str, rng: random.Random, temperature: float =
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", type=Path, nargs="+")
-    ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
+    ap.add_argument("--policy", type=Path, default=bundled_policy())
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument(
         "--temperature", type=float, default=1.0, help="the policy's softmax temperature (the walk's: 1)"

@@ -22,7 +22,7 @@ surrogate over pairs of instructions out of ptxas's order instead of displacemen
 ``surrogate_replay.py`` rates higher offline and which confirmed less on the H200, runs 58-59) and
 ``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart).
 
-    python benchmarks/reorder_eval.py --policy policy_models/reorder-v2 --budget 20 --json OUT.json
+    python benchmarks/reorder_eval.py --policy sass_lsp/policy/models/reorder-v2 --budget 20 --json OUT.json
 
 A run cut short keeps the rows it printed (one JSON line each), so an evaluation can be spread over several
 GPU sessions (``--kernels``/``--methods`` per run) and its table made from their logs, where a later log's
@@ -51,6 +51,7 @@ from sass_lsp.gpu.bench import BenchResult, bench_to_dict
 from sass_lsp.gpu.corpus import corpus_dir
 from sass_lsp.gpu.measure import GpuMeasure
 from sass_lsp.gpu.optimize import Search, optimize
+from sass_lsp.policy.checkpoint import bundled_policy
 from sass_lsp.schedule.search import (
     annealing,
     greedy_candidates,
@@ -142,7 +143,7 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
+    ap.add_argument("--policy", type=Path, default=bundled_policy())
     ap.add_argument(
         "--budget", type=float, default=20.0, help="GPU seconds per kernel and method (screening)"
     )

@@ -33,6 +33,7 @@ from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.gpu import measure as measure_mod
 from sass_lsp.gpu.runner import Reply
+from sass_lsp.policy.checkpoint import bundled_policy
 from sass_lsp.schedule import search as search_mod
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,7 +190,7 @@ def one(name: str, mode: str, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", nargs="+", default=["sgemm_tiled", "triton_softmax"])
-    ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
+    ap.add_argument("--policy", type=Path, default=bundled_policy())
     ap.add_argument("--budget", type=float, default=24.0, help="simulated GPU seconds per run")
     ap.add_argument("--verify-s", type=float, default=0.35)
     ap.add_argument("--time-s", type=float, default=0.45)

@@ -44,6 +44,7 @@ import torch
 
 from sass_lsp.cuasm import parse_cuasm, write_cuasm
 from sass_lsp.cuasm.assembler import module_arch
+from sass_lsp.policy.checkpoint import bundled_policy
 from sass_lsp.policy.model import load_policy
 from sass_lsp.policy.suggest import limit_threads, suggest, warm_up
 
@@ -109,7 +110,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--threads", type=int, help="torch threads (default: as suggest's callers set them)")
-    ap.add_argument("--policy", type=Path, default=ROOT / "policy_models/reorder-v2")
+    ap.add_argument("--policy", type=Path, default=bundled_policy())
     ap.add_argument("--trace", action="store_true", help="phases of each kernel's first request")
     args = ap.parse_args()
     # As the CLI and the server load it (policy.suggest.load_for_suggestions), in steps to time them: torch's

@@ -81,6 +81,7 @@ def cmd_asm(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Disassemble the bundled sm_90 cubin, re-assemble it, and show the round trip is exact."""
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(soft_wrap=True)
     original = DEMO_CUBIN.read_bytes()
@@ -131,7 +132,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         net = cli_policy.load_net(None)
     except CliError as exc:
-        console.print(f"5. reorder suggestions: skipped ({exc})")
+        console.print(f"5. reorder suggestions: skipped ({escape(str(exc))})")  # escaped: it names [policy]
         return 1 if errors else 0
     from sass_lsp.policy.suggest import suggest
 
@@ -150,17 +151,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _demo_gpu(console, original: bytes, text: str, found: list) -> int:  # noqa: ANN001
     """Step 6: verify and time the best suggestion against the original, where a GPU is present."""
+    from rich.markup import escape
+
     from sass_lsp.gpu import format_bench, load_spec, run_bench
-    from sass_lsp.gpu.corpus import has_gpu
+    from sass_lsp.gpu.availability import gpu_problem
     from sass_lsp.schedule.search import apply_edits
 
     if not found:
         console.print("6. GPU timing: nothing to time")
         return 0
-    if not has_gpu():
-        console.print(
-            "6. GPU timing: skipped (no CUDA GPU here; `sass-lsp bench` / `optimize` do it where one is)"
-        )
+    problem = gpu_problem()
+    if problem:
+        console.print(f"6. GPU timing: skipped ({escape(problem)})")  # escaped: it names [gpu]
         return 0
     edited = apply_edits(text, [(a, b, list(new)) for a, b, new in found[0].edits])
     spec = load_spec(EXAMPLES / "triton_add.launch.toml")
@@ -254,8 +256,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
         hello = runner.hello()
         if not hello.ok:
-            reason = (hello.error or {}).get("message", "unknown")
-            print(f"calibrate: no GPU available ({reason}); nothing measured")
+            print(f"calibrate: {hello.reason}; nothing measured")
             return 0
         seeds = list(range(args.seeds))
 

@@ -5,24 +5,47 @@ policy, search and GPU packages do the work). torch is imported only when one of
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from sass_lsp.cli import CliError
 from sass_lsp.gpu.corpus import corpus_dir
+from sass_lsp.policy.checkpoint import (
+    BUNDLED,
+    POLICY_ENV,
+    POLICY_HINT,
+    bundled_policy,
+    default_policy_path,
+    missing_policy_modules,
+)
 
-POLICY_ENV = "SASS_LSP_POLICY"
-DEFAULT_POLICY = Path(__file__).resolve().parents[1] / "policy_models" / "reorder-v2"
+
+def require_policy_extra() -> None:
+    """A :class:`CliError` naming the ``[policy]`` extra where torch, gymnasium or safetensors is missing."""
+    missing = missing_policy_modules()
+    if missing:
+        raise CliError(f"{missing}\n  hint: {POLICY_HINT}")
 
 
-def default_policy_path() -> Path:
-    return Path(os.environ.get(POLICY_ENV) or DEFAULT_POLICY)
+def _needs_policy(cmd: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``cmd``, run only where the ``[policy]`` extra is installed (else its hint, exit 2, no traceback)."""
+
+    @functools.wraps(cmd)
+    def run(args: argparse.Namespace) -> int:
+        require_policy_extra()
+        return cmd(args)
+
+    return run
 
 
 def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported lazily)
+    require_policy_extra()
     from sass_lsp.policy.suggest import load_for_suggestions
 
     path = path or default_policy_path()
@@ -171,7 +194,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
         if not hello.ok:
-            raise CliError(f"no GPU worker: {hello.error}")
+            raise CliError(hello.reason)
         log_path = output_path(job.out_stem, ".measurements.jsonl")
         measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path, original_text=text)
         result = optimize(search, measure, job.budget, on_trial=on_trial)
@@ -260,19 +283,19 @@ CUDA_HELDOUT = ("sgemm_tiled", "stencil2d")
 MIN_INSTRUCTIONS = 24  # smaller kernels have next to nothing to reorder
 
 
-TRAIN_SOURCES = Path(__file__).resolve().parents[1] / "tools/policy/train_kernels.cu"
+TRAIN_SOURCES = Path(str(resources.files("sass_lsp.policy") / "train_kernels.cu"))  # package data
 # ptxas schedules the same source differently under these flags: more distinct training schedules.
 TRAIN_VARIANTS = ((), ("-use_fast_math",), ("-maxrregcount=64",))
 
 
 def compile_training_kernels(out_dir: Path) -> list[Path]:
-    """tools/policy/train_kernels.cu compiled for sm_90 once per variant (nvcc from CUDA 13)."""
+    """sass_lsp/policy/train_kernels.cu compiled for sm_90 once per variant (nvcc from CUDA 13)."""
     import shutil
     import subprocess
 
     if shutil.which("nvcc") is None:
         raise CliError(
-            "nvcc not found\n  hint: the training set compiles tools/policy/train_kernels.cu with nvcc"
+            "nvcc not found\n  hint: the training set compiles sass_lsp/policy/train_kernels.cu with nvcc"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -391,7 +414,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
         if not hello.ok:
-            raise CliError(f"no GPU worker: {hello.error}")
+            raise CliError(hello.reason)
         kernels = []
         for name in names:
             corpus = args.corpus or corpus_dir()
@@ -466,9 +489,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument(
-        "--policy", type=Path, help=f"checkpoint (default: ${POLICY_ENV} or {DEFAULT_POLICY.name})"
+        "--policy", type=Path, help=f"checkpoint (default: ${POLICY_ENV} or the bundled {BUNDLED})"
     )
-    p.set_defaults(func=cmd_suggest)
+    p.set_defaults(func=_needs_policy(cmd_suggest))
 
     p = sub.add_parser("optimize", help="policy-guided search, verified and timed on the GPU")
     p.add_argument("cuasm", type=Path, nargs="+", help="one or more K.cuasm (several fan out with Ray)")
@@ -502,17 +525,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "1.0430 and 1.0593 over two seeds against 1.0200, behind on rmsnorm_f32_4096, 1.0000 against 1.0041: "
         "model card)",
     )
-    p.set_defaults(func=cmd_optimize)
+    p.set_defaults(func=_needs_policy(cmd_optimize))
 
     root = Path(__file__).resolve().parents[1]
-    p = sub.add_parser(
-        "train", help="train the reorder policy with PPO (reproduces policy_models/reorder-v2)"
-    )
+    p = sub.add_parser("train", help="train the reorder policy with PPO (reproduces the bundled reorder-v2)")
     p.add_argument("--steps", type=int, default=200_000)
     p.add_argument("--envs", type=int, default=max(1, min(16, (os.cpu_count() or 2) - 1)))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="torch device for the network updates (cpu, cuda)")
-    p.add_argument("--out", type=Path, default=DEFAULT_POLICY)
+    p.add_argument("--out", type=Path, default=bundled_policy())
     p.add_argument(
         "--time-limit", type=float, help="stop training after this many seconds (then evaluate, save)"
     )
@@ -527,7 +548,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--corpus", type=Path, help="directory of Triton kernels, NAME.cubin + NAME.json (default: bundled)"
     )
     p.add_argument("--generated", type=Path, default=root / ".cache/corpus/sm_90")
-    p.set_defaults(func=cmd_train)
+    p.set_defaults(func=_needs_policy(cmd_train))
 
     p = sub.add_parser("finetune", help="fine-tune the reorder policy on measured GPU time (REINFORCE)")
     p.add_argument("--policy", type=Path, help="checkpoint to start from (default: the bundled one)")
@@ -542,4 +563,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--device", default="cpu", help="torch device for the updates (cpu, cuda)")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=cmd_finetune)
+    p.set_defaults(func=_needs_policy(cmd_finetune))

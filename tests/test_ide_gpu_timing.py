@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sass_lsp.gpu.availability import no_gpu_message
 from sass_lsp.ide import gpu_timing, profile_view
 from sass_lsp.ide.index import build_index
 
@@ -120,10 +121,11 @@ def test_mismatch_gives_a_diagnostic_with_buffer_index_values_and_seed():
 
 
 def test_no_device_and_failures_are_plain_messages():
+    said = no_gpu_message(ImportError("No module named 'cuda'", name="cuda"))
     view = gpu_timing.view_result(
-        bench(verdict="no_device", verified=False, timing=None, verification={}, message="no_device: no CUDA")
+        bench(verdict="no_device", verified=False, timing=None, verification={}, message=said)
     )
-    assert view.text.startswith("no GPU available") and "no CUDA" in view.text
+    assert view.text == said and "pip install 'sass-lsp[gpu]'" in view.text
     assert gpu_timing.timing_diagnostics(INDEX, view) == []
     fault = gpu_timing.view_result(
         bench(verdict="fault", verified=False, timing=None, message="edit kernel failed: ILLEGAL_ADDRESS")

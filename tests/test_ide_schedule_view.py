@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from paths import ROOT, TRITON_CORPUS
+from paths import TRITON_CORPUS
 
 from sass_lsp.analysis import check_module
 from sass_lsp.cuasm.parser import parse_cuasm
@@ -117,6 +117,6 @@ def test_time_arguments_round_trip() -> None:
 
 
 def test_policy_path(tmp_path: Path) -> None:
-    assert reorder.policy_path(None) == ROOT / "policy_models" / "reorder-v2"
+    assert reorder.policy_path(None) is None and reorder.policy_path("") is None  # the server's default
     assert reorder.policy_path("p/v2", str(tmp_path)) == tmp_path / "p" / "v2"
     assert reorder.policy_path(str(tmp_path / "abs")) == tmp_path / "abs"

@@ -21,6 +21,7 @@ pytest.importorskip("safetensors")
 from paths import TRITON_CORPUS  # noqa: E402
 from policy_toy import ToyReorder  # noqa: E402
 
+from sass_lsp.policy.checkpoint import bundled_policy  # noqa: E402
 from sass_lsp.policy.model import (  # noqa: E402
     CONFIG,
     WEIGHTS,
@@ -344,7 +345,7 @@ def test_policy_beam_builds_on_measured_gains_and_stays_hazard_free():
     from sass_lsp.schedule.search import Measured, beam, schedule_key
 
     sem = load_semantics("sm_90")
-    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    net = load_policy(bundled_policy())
     name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
     base = ReorderGame.from_text(text, arch).cost_original
 
@@ -398,7 +399,7 @@ def test_policy_annealing_walks_where_the_policy_points_and_stays_a_schedule_of_
     from sass_lsp.schedule.search import Measured, annealing, neighbour, schedule_key
 
     sem = load_semantics("sm_90")
-    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    net = load_policy(bundled_policy())
     _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
 
     game = ReorderGame.from_text(text, arch)
@@ -441,7 +442,7 @@ def test_policy_loads_for_suggestions_with_torch_threads_capped_but_never_raised
     (16 made fma_2k's first request on the H200 host 320 ms, 4 made it 173); a lower count stays."""
     from sass_lsp.policy.suggest import INTERACTIVE_THREADS, load_for_suggestions
 
-    path = Path(__file__).resolve().parents[1] / "policy_models" / "reorder-v2"
+    path = bundled_policy()
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(INTERACTIVE_THREADS + 3)
@@ -493,7 +494,7 @@ def test_policy_draw_takes_its_uniform_share_on_a_real_kernel():
     from sass_lsp.policy.candidates import move_weights, policy_draw
     from sass_lsp.schedule.game import ReorderGame
 
-    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    net = load_policy(bundled_policy())
     _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
     game = ReorderGame.from_text(text, arch)
     n = len(game.candidates())
@@ -515,7 +516,7 @@ def test_policy_search_refuses_a_uniform_share_it_would_not_use():
     default search changed) is an error, not silently ignored; a share is 0..1."""
     from sass_lsp.policy.candidates import policy_search
 
-    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    net = load_policy(bundled_policy())
     _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
     for name in ("beam", "policy_annealing"):
         with pytest.raises(ValueError, match=f"applies to the policy_surrogate search, not {name}"):
@@ -531,7 +532,7 @@ def test_policy_search_passes_its_surrogate_features_and_refuses_them_where_unus
     unknown set is refused by it), and another search given features is an error, not silently ignored."""
     from sass_lsp.policy.candidates import policy_search
 
-    net = load_policy(Path(__file__).resolve().parents[1] / "policy_models/reorder-v2")
+    net = load_policy(bundled_policy())
     _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
     with pytest.raises(ValueError, match="unknown surrogate features 'moves'"):
         policy_search("policy_surrogate", text, arch, net=net, features="moves")

@@ -16,12 +16,13 @@ from paths import TRITON_CORPUS  # noqa: E402
 
 from sass_lsp.cli import main  # noqa: E402
 from sass_lsp.cuasm import write_cuasm  # noqa: E402
+from sass_lsp.policy.checkpoint import bundled_policy  # noqa: E402
 from sass_lsp.policy.finetune import Episode, FinetuneConfig, FinetuneKernel, finetune, rollout, update  # noqa: E402
 from sass_lsp.policy.model import PolicyNet, collate, load_policy  # noqa: E402
 from sass_lsp.schedule.game import ReorderGame  # noqa: E402
 from sass_lsp.schedule.search import Measured, schedule_key  # noqa: E402
 
-POLICY = Path(__file__).resolve().parents[1] / "policy_models" / "reorder-v2"
+POLICY = bundled_policy()
 
 
 def _mean_logp(net: PolicyNet, episodes: list[Episode]) -> float:

@@ -20,19 +20,20 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from paths import ROOT, TRITON_CORPUS
+from paths import TRITON_CORPUS
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from sass_lsp.analysis import check_module, timeline
 from sass_lsp.analysis.program import kernels_of
 from sass_lsp.cuasm.parser import parse_cuasm
 from sass_lsp.isa.semantics import load_semantics
+from sass_lsp.policy.checkpoint import bundled_policy
 
 ADD = TRITON_CORPUS / "triton_add.cuasm"
 LARGEST = max(TRITON_CORPUS.glob("*.cuasm"), key=lambda p: p.stat().st_size, default=ADD)
 MATMUL = TRITON_CORPUS / "triton_matmul.cuasm"
 SUGGEST_ON = {"reorder-v2": "gelu_bias", "untrained": "gelu_bias"}  # improved by each, and they assemble
-POLICY = ROOT / "policy_models" / "reorder-v2"
+POLICY = bundled_policy()
 RECOMPUTE = "Recompute control codes for this basic block"
 
 pytestmark = pytest.mark.skipif(not ADD.exists(), reason="the shared sm_90 corpus is not beside the checkout")
@@ -421,7 +422,7 @@ async def test_suggestions_as_command_and_code_actions_apply_hazard_free(
 
 
 @pytest.mark.asyncio(loop_scope="module")
-@pytest.mark.skipif(not POLICY.exists(), reason="policy_models/reorder-v2 is not trained yet")
+@pytest.mark.skipif(not POLICY.exists(), reason="the bundled checkpoint is missing")
 async def test_suggestion_latency_on_the_largest_corpus_file(client: LanguageClient):
     """Figures, not goals (those live in benchmarks/): the shipped policy on the largest corpus file."""
     if not policy_modules():

@@ -46,6 +46,7 @@ from sass_lsp.analysis.timeline import kernel_timeline  # noqa: E402
 from sass_lsp.cuasm.parser import parse_cuasm  # noqa: E402
 from sass_lsp.isa.semantics import load_semantics, supported_arches  # noqa: E402
 from sass_lsp.model import Module  # noqa: E402
+from sass_lsp.policy.checkpoint import bundled_policy  # noqa: E402
 
 MUTATIONS_PER_CLASS = 2
 GAME_MOVES = 8
@@ -93,7 +94,7 @@ def _game_rows(put: Callable[[str, object], None], quick: bool, shared: Path, fm
         from sass_lsp.policy.suggest import suggest, to_json
 
         torch.set_num_threads(1)
-        net = load_policy(ROOT / "policy_models/reorder-v2")
+        net = load_policy(bundled_policy())
     texts = _game_texts(quick, shared, fma)
     for name, text in texts:
         try:

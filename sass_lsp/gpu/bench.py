@@ -237,7 +237,7 @@ def _failed(
         **base,
         verdict=verdict,
         verified=False,
-        message=f"{kind}: {error.get('message', '')}",
+        message=reply.reason,
         verification=verification or {"status": kind, "error": error},
         worker_starts=runner.n_starts,
     )

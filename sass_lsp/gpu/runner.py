@@ -44,6 +44,13 @@ class Reply:
     def kind(self) -> str:
         return self.error["kind"] if self.error else ""
 
+    @property
+    def reason(self) -> str:
+        """The error in words: a ``no_device`` reply's message says what to install or why no GPU answers
+        (:mod:`sass_lsp.gpu.availability`); other kinds are prefixed with theirs."""
+        message = str((self.error or {}).get("message", ""))
+        return message if self.kind == "no_device" else f"{self.kind or 'error'}: {message}"
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ok": self.ok, "result": self.result, "context_lost": self.context_lost}
         if self.error is not None:

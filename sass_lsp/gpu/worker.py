@@ -53,7 +53,11 @@ class _Worker:
 
                     self._session = Session(CudaDevice())
             except Exception as exc:  # no driver, no GPU, no cuda-python: every request says so
-                self._init_error = f"{type(exc).__name__}: {exc}"
+                from sass_lsp.gpu.availability import no_gpu_message
+
+                self._init_error = (
+                    no_gpu_message(exc) if backend != "fake" else f"{type(exc).__name__}: {exc}"
+                )
         return self._session
 
     def handle(self, msg: dict[str, Any], out: IO[bytes]) -> dict[str, Any]:

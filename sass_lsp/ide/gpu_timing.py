@@ -129,8 +129,7 @@ def view_result(result: dict[str, Any]) -> TimingView:
         what = "outputs differ" if verdict == "mismatch" else "original is nondeterministic"
         text = f"NOT verified: {what}" + (f" — {mismatch}" if mismatch else f" — {message}")
     elif verdict == "no_device":
-        reason = message.split(":", 1)[1].strip() if ":" in message else message
-        text = "no GPU available: timing not run" + (f" ({reason})" if reason else "")
+        text = message.removeprefix("no_device: ") or "no GPU timing: no GPU available"
     else:
         text = f"GPU timing failed ({verdict.replace('_', ' ')}): {message}"
     detail_lines = [text]

@@ -19,8 +19,6 @@ from sass_lsp.ide.index import DocumentIndex
 from sass_lsp.ide.schedule_view import replace_lines
 
 CMD_SUGGEST = "sass-lsp.suggestReorders"
-DEFAULT_POLICY = "policy_models/reorder-v2"
-"""The checkpoint used when ``policyModelPath`` is unset, relative to the sass-lsp checkout."""
 TIME_TITLE = "Time this suggestion on the GPU"
 LineEdits = tuple[tuple[int, int, tuple[str, ...]], ...]  # (first, last) 1-based inclusive, new lines
 
@@ -64,14 +62,15 @@ def view(s: Any) -> SuggestionView:
 # ------------------------------------------------------------------------------------------- the policy
 
 
-def policy_path(setting: str | None, workspace_root: str | None = None) -> Path:
-    """The checkpoint to load: the setting (relative paths from the workspace root), else the default."""
+def policy_path(setting: str | None, workspace_root: str | None = None) -> Path | None:
+    """The checkpoint the setting names (relative paths from the workspace root); None when it is unset (the
+    server then loads the default: :func:`sass_lsp.policy.checkpoint.default_policy_path`)."""
     if setting:
         path = Path(setting).expanduser()
         if not path.is_absolute() and workspace_root:
             path = Path(workspace_root) / path
         return path
-    return Path(__file__).resolve().parents[2] / DEFAULT_POLICY
+    return None
 
 
 # ------------------------------------------------------------------------------------------- editor terms

@@ -34,7 +34,7 @@ class Settings:
 
     policyModelPath: str | None = None
     """Checkpoint of the reorder policy (a directory; relative to the workspace folder); ``None``: the one
-    in sass-lsp's ``policy_models/reorder-v2``. Suggestions need torch in the server's Python."""
+    bundled with sass-lsp. Suggestions need the ``[policy]`` extra (torch) in the server's Python."""
 
     hazardSeverities: Mapping[str, str] = field(default_factory=dict)
     """Per hazard-rule severity override: rule code -> error | warning | information | hint | off."""

@@ -18,7 +18,7 @@ indices of the kernel the dependences were computed on (the ptxas original); ``w
 current order. ``node_of(i)`` gives the current :class:`Node` of original node ``i`` (its repaired control
 code); by default ``k.nodes[i]``, i.e. ``k`` is that original kernel.
 
-Architecture Invariant: pure; numpy and gymnasium only (no torch).
+Architecture Invariant: pure; numpy only, and gymnasium for ``observation_space`` (no torch).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import itertools
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from gymnasium import spaces
 
 from sass_lsp.analysis.program import Ctrl, Kernel, Node
 from sass_lsp.isa.semantics import Semantics
@@ -39,11 +39,16 @@ from sass_lsp.schedule.cost import IssueState, Region, simulate
 from sass_lsp.schedule.deps import BlockDeps, legal_targets
 
 MOVE_STEPS = (1, 2, 4, 8, 16)  # relative targets besides the earliest and latest legal position
+if TYPE_CHECKING:
+    from gymnasium import spaces
+
 _T = {name: i for i, name in enumerate(ob.TOKEN_COLUMNS)}
 _N = {name: i for i, name in enumerate(ob.NUM_COLUMNS)}
 
 
 def observation_space() -> spaces.Dict:
+    from gymnasium import spaces  # the [policy] extra; the features themselves need numpy only
+
     w, c = ob.W_MAX, ob.C_MAX
     return spaces.Dict(
         {

@@ -35,7 +35,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from sass_lsp.analysis.program import Ctrl, Kernel, Node, kernels_of
@@ -55,6 +54,30 @@ from sass_lsp.schedule.features import (
     observation_space,
 )
 from sass_lsp.schedule.repair import block_edit, reordered_kernel, repair_block, repaired_texts
+
+try:  # the [policy] extra: the game is a gymnasium Env (PPO's vector envs need one)
+    import gymnasium as gym
+
+    _Env: type = gym.Env
+except ImportError:  # the base install: checker, server and the searches use the game without gymnasium
+    gym = None
+
+    class _Env:  # type: ignore[no-redef]
+        """What the game uses of ``gymnasium.Env``: ``np_random``, seeded by ``reset(seed=...)`` as gymnasium
+        seeds it (``np.random.default_rng(seed)`` is gymnasium's ``seeding.np_random(seed)`` generator)."""
+
+        _np_random: np.random.Generator | None = None
+
+        @property
+        def np_random(self) -> np.random.Generator:
+            if self._np_random is None:
+                self._np_random = np.random.default_rng()
+            return self._np_random
+
+        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+            if seed is not None:
+                self._np_random = np.random.default_rng(seed)
+
 
 Move = tuple[int, int, int]  # (node index, from position, to position) in the block's order
 
@@ -81,7 +104,7 @@ class Snapshot:
     done: bool
 
 
-class ReorderGame(gym.Env):
+class ReorderGame(_Env):
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(
@@ -97,8 +120,9 @@ class ReorderGame(gym.Env):
         self.max_steps = max_steps
         self.scramble = scramble
         self.reward_fn = reward_fn
-        self.observation_space = observation_space()
-        self.action_space = gym.spaces.Discrete(ob.C_MAX + 1)
+        if gym is not None:
+            self.observation_space = observation_space()
+            self.action_space = gym.spaces.Discrete(ob.C_MAX + 1)
         self.region = hot_region(kernel)
         self.deps: dict[int, BlockDeps] = {b: block_deps(kernel, b, sem) for b in self.region.blocks}
         # The ptxas order's cost first: for straight-line code its timing is the simulation hot_window needs.

@@ -15,6 +15,7 @@ from lsprotocol import types as lsp
 
 from sass_lsp.ide import reorder
 from sass_lsp.ide.reorder import SuggestionView
+from sass_lsp.policy.checkpoint import POLICY_HINT, default_policy_path, missing_policy_modules
 from sass_lsp.server.state import SassLanguageServer, Snapshot
 
 log = logging.getLogger("sass_lsp.server")
@@ -30,13 +31,12 @@ def load_net(path: Path) -> Any:
         raise PolicyUnavailable(
             f"Reorder suggestions are off: no policy checkpoint at {path} (set sass-lsp.policyModelPath)."
         )
-    try:
-        importlib.import_module("torch")
-    except ImportError:
+    missing = missing_policy_modules()
+    if missing:
         raise PolicyUnavailable(
-            "Reorder suggestions need PyTorch, which is not installed in the server's Python "
-            "(pip install torch); everything else works without it."
-        ) from None
+            f"Reorder suggestions are off: {missing} (the server's Python); {POLICY_HINT}. "
+            "Everything else works without it."
+        )
     try:
         policy_suggest = importlib.import_module("sass_lsp.policy.suggest")
     except ImportError as exc:
@@ -77,7 +77,8 @@ class SuggestionJobs:
         self._shown: set[str] = set()
 
     def policy_path(self) -> Path:
-        return reorder.policy_path(self.ls.settings.policyModelPath, self.ls.workspace.root_path)
+        setting = reorder.policy_path(self.ls.settings.policyModelPath, self.ls.workspace.root_path)
+        return setting or default_policy_path()
 
     def job(self, snap: Snapshot, kernel: str | None) -> asyncio.Future[list[SuggestionView]]:
         """The suggestions for ``kernel`` of this snapshot, computed once (older versions are dropped)."""

@@ -12,10 +12,10 @@
 #   E2E_CUASM        the .cuasm file to open (default: triton_add.cuasm of the bundled corpus,
 #                    sass_lsp/corpus/sm_90)
 #   E2E_SUGGEST_CUASM  the .cuasm "Suggest reorders" runs on (default: the bundled corpus's gelu_bias.cuasm,
-#                    which policy_models/reorder-v2 improves in the cost model; else kernel.cuasm)
+#                    which the bundled policy improves in the cost model; else kernel.cuasm)
 #   E2E_PORT         code-server port on 127.0.0.1 (default 8765)
 #   E2E_CACHE        where code-server is installed, kept between runs (default: ~/.cache/sass-lsp-e2e)
-#   E2E_POLICY       sass-lsp.policyModelPath for the run (default: unset, i.e. the server's policy_models/reorder-v2)
+#   E2E_POLICY       sass-lsp.policyModelPath for the run (default: unset, i.e. the checkpoint bundled with the server)
 #   E2E_UPDATE_SCREENSHOTS=1  also copy the README's screenshot (suggestion.png) to docs/screenshots/
 #
 # Every step's wall time is printed as "[time] <step> <seconds>s" and collected in artifacts/timings.txt.

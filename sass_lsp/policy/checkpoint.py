@@ -1,0 +1,45 @@
+"""Where the reorder policy's checkpoint is, and whether this Python can run it. No torch here: the CLI and
+the server ask before they import the policy.
+
+The trained checkpoint ships inside the package (``sass_lsp/policy/models/reorder-v2``; its model card is
+``policy_models/README.md`` in the repository); ``$SASS_LSP_POLICY`` points at another checkpoint directory.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from importlib import resources
+from pathlib import Path
+
+POLICY_ENV = "SASS_LSP_POLICY"
+BUNDLED = "reorder-v2"
+POLICY_HINT = "install the policy extra: pip install 'sass-lsp[policy]'"
+POLICY_MODULES = ("torch", "gymnasium", "safetensors")
+"""What the ``[policy]`` extra installs: the policy's imports beyond the base install."""
+
+
+def bundled_policy() -> Path:
+    """The checkpoint shipped with the package."""
+    return Path(str(resources.files("sass_lsp.policy") / "models" / BUNDLED))
+
+
+def default_policy_path() -> Path:
+    """``$SASS_LSP_POLICY`` when set, else the bundled checkpoint: the one place that knows the default."""
+    override = os.environ.get(POLICY_ENV, "")
+    return Path(override) if override else bundled_policy()
+
+
+def missing_policy_modules() -> str | None:
+    """None when this Python can run the policy, else what it lacks (each module is imported: a broken
+    install counts as missing)."""
+    missing = []
+    for name in POLICY_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if not missing:
+        return None
+    names = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
+    return f"the reorder policy needs {names}, which this Python lacks"
