@@ -248,3 +248,14 @@ def test_hovers_show_no_internal_provenance_tags() -> None:
             assert not PROVENANCE.search(result.markdown), (line + 1, result.markdown)
             checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("tail", ["junk", "junk // a comment", "RZ ;"])
+def test_text_after_the_semicolon_is_an_error_at_its_position(tail: str) -> None:
+    line = "      [B------:R-:W-:-:S01]         /*0010*/                   IADD3 R1, R2, R3, RZ ; " + tail
+    diags = parse_diagnostics(build_index(['\t.section\t.text.k,"ax",@progbits', line]))
+    assert len(diags) == 1 and diags[0].code == "syntax" and diags[0].severity == "error"
+    start = line.index("; ") + 2
+    junk = tail.split(" //")[0]
+    assert (diags[0].line, diags[0].col, diags[0].end_col) == (1, start, start + len(junk))
+    assert f"text after ';': '{junk}'" in diags[0].message and "hint:" in diags[0].message

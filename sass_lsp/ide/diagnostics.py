@@ -50,7 +50,7 @@ def parse_diagnostics(index: DocumentIndex, only_lines: list[int] | None = None)
         info = infos[line]
         err = info.error
         if err is not None:
-            code = "control-field" if info.kind == "instruction" else "syntax"
+            code = err.code or ("control-field" if info.kind == "instruction" else "syntax")
             out.append(
                 Diag(
                     line,
