@@ -140,12 +140,14 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
                 apply_settings(result[0])
 
     def apply_settings(raw: object) -> None:
-        """Settings after initialization: a change (inlay stall hints turned on, say) shows at once, not at
-        the next edit, so the client is asked to pull inlay hints and code lenses again."""
+        """Settings after initialization: a change that inlay hints (or code lenses) show is seen at once, not
+        at the next edit: the client is asked to pull them again."""
         before = ls.settings
         ls.apply_settings(raw)
-        if ls.settings != before:
-            _refresh_views(ls)
+        after = ls.settings
+        arch = after.arch != before.arch  # the cost lenses and the stall hints follow the arch
+        if arch or after.inlayStallHints != before.inlayStallHints:
+            _refresh_views(ls, lenses=arch)
 
     # ---------------------------------------------------------------- text sync
     @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -736,13 +738,13 @@ async def _until_done_or_cancelled(cancelled: asyncio.Event, runner: object, wor
     return job.result()
 
 
-def _refresh_views(ls: SassLanguageServer) -> None:
-    """Ask the client to pull code lenses and inlay hints again (where it says it can)."""
+def _refresh_views(ls: SassLanguageServer, lenses: bool = True) -> None:
+    """Ask the client to pull inlay hints and (``lenses``) code lenses again (where it says it can)."""
     caps = ls.client_capabilities.workspace
     if caps is None:
         return
     futures = []
-    if caps.code_lens is not None and caps.code_lens.refresh_support:
+    if lenses and caps.code_lens is not None and caps.code_lens.refresh_support:
         futures.append(ls.workspace_code_lens_refresh(None))
     if caps.inlay_hint is not None and caps.inlay_hint.refresh_support:
         futures.append(ls.workspace_inlay_hint_refresh(None))
