@@ -282,3 +282,17 @@ def test_a_malformed_request_gets_invalid_params_and_the_server_keeps_serving(tm
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_gpu_device_picks_the_worker_s_only_visible_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sass_lsp.server.gpu_check import device_env, no_gpu_reason
+
+    assert device_env(1, {}) == {"CUDA_VISIBLE_DEVICES": "1"}
+    assert device_env(1, {"CUDA_VISIBLE_DEVICES": "3, 5"}) == {"CUDA_VISIBLE_DEVICES": "5"}
+    assert device_env(2, {"CUDA_VISIBLE_DEVICES": "3,5"}) == {"CUDA_VISIBLE_DEVICES": ""}
+    monkeypatch.setenv("SASS_LSP_GPU_BACKEND", "fake")
+    assert no_gpu_reason(0) is None  # the worker's test double needs no driver
+    monkeypatch.delenv("SASS_LSP_GPU_BACKEND")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    why = no_gpu_reason(0)
+    assert why is not None and ("sass-lsp[gpu]" in why or "gpuDevice 0 is not among" in why)
