@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from paths import TRITON_CORPUS
 from test_ide_support import KERNEL, check_snapshot, mark, with_cursor
 
 from sass_lsp.ide import actions, editing, hover, navigation, outline, schedule_view
@@ -10,6 +13,7 @@ from sass_lsp.ide.diagnostics import parse_diagnostics
 from sass_lsp.ide.index import build_index, update_index
 from sass_lsp.ide.settings import Settings, settings_doc, settings_from_raw
 from sass_lsp.ide.text import Document
+from sass_lsp.ide.timeline_view import kernel_timeline
 
 
 def check_hover(fixture: str, snapshot: str) -> None:
@@ -224,3 +228,34 @@ def test_ide_layer_imports_no_lsp() -> None:
                 assert not name.startswith(("pygls", "lsprotocol", "torch", "sass_lsp.policy")), (
                     f"{path.name} imports {name}"
                 )
+
+
+PROVENANCE = re.compile(r"§|\[(?:src|guess|measured|ptxas|notes)\b[^\]]*\]|\bnotes\b", re.IGNORECASE)
+
+
+def test_hovers_show_no_internal_provenance_tags() -> None:
+    """Hover text is for users: every instruction of a real kernel, with its issue timeline, carries no
+    developer reference such as ``[src notes §3.2]``."""
+    lines = (TRITON_CORPUS / "triton_layernorm.cuasm").read_text().split("\n")
+    index = build_index(lines)
+    checked = 0
+    for kernel in index.kernels:
+        stalls = kernel_timeline(index, kernel.section.line, "sm_90")
+        for line in kernel.instr_lines:
+            info = index.infos[line]
+            result = hover.hover(index, line, info.ctrl_start, timeline=stalls.markdown if stalls else None)
+            assert result is not None
+            assert not PROVENANCE.search(result.markdown), (line + 1, result.markdown)
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("tail", ["junk", "junk // a comment", "RZ ;"])
+def test_text_after_the_semicolon_is_an_error_at_its_position(tail: str) -> None:
+    line = "      [B------:R-:W-:-:S01]         /*0010*/                   IADD3 R1, R2, R3, RZ ; " + tail
+    diags = parse_diagnostics(build_index(['\t.section\t.text.k,"ax",@progbits', line]))
+    assert len(diags) == 1 and diags[0].code == "syntax" and diags[0].severity == "error"
+    start = line.index("; ") + 2
+    junk = tail.split(" //")[0]
+    assert (diags[0].line, diags[0].col, diags[0].end_col) == (1, start, start + len(junk))
+    assert f"text after ';': '{junk}'" in diags[0].message and "hint:" in diags[0].message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from paths import TRITON_CORPUS
 
 from sass_lsp.ide.index import build_index
@@ -27,3 +28,28 @@ def test_no_timeline_outside_kernels_or_for_unknown_arches() -> None:
     index = build_index(TEXT)
     assert kernel_timeline(index, 0, "sm_90") is None
     assert kernel_timeline(index, line_of("FADD R12, R12, R16"), "sm_42") is None
+
+
+def with_new_label() -> list[str]:
+    """triton_add with a label typed just above ``.L_x_0:``: the stretch between the two labels holds no
+    instruction (the unedited file has such stretches too: before ``.text.add_kernel:``, after
+    ``.L_x_3:``)."""
+    at = line_of(".L_x_0:")
+    return [*LINES[:at], "  .L_new:", *LINES[at:]]
+
+
+@pytest.mark.parametrize("lines", [LINES, with_new_label()], ids=["as_disassembled", "new_label"])
+def test_stretches_without_instructions_have_no_issues_and_log_nothing(lines: list[str], caplog) -> None:
+    """Such stretches raised ``zip() argument 2 is longer than argument 1`` in the CFG builder, logged as a
+    traceback by the server at every open and edit."""
+    index = build_index(lines)
+    fadd = lines.index(LINES[line_of("FADD R12, R12, R16")])
+    kernel = index.kernel_at(fadd)
+    assert kernel is not None
+    with caplog.at_level("WARNING", logger="sass_lsp.ide.timeline_view"):
+        timeline = kernel_timeline(index, kernel.section.line, "sm_90")
+        assert timeline is not None
+        for _ in timeline.fill_steps():
+            pass
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+    assert timeline.markdown(fadd) is not None  # the stretches with instructions keep their timeline

@@ -37,7 +37,6 @@ def test_settings_match_client_package_json() -> None:
 def test_client_payload_structures_cleanly() -> None:
     payload = {
         "arch": "",
-        "gpuTiming": False,
         "gpuDevice": 0,
         "policyModelPath": "",
         "hazardSeverities": {},
@@ -60,3 +59,10 @@ def test_optimize_uniform_share_is_a_share() -> None:
         assert (
             len(warnings) == 1 and "optimizeUniformShare" in warnings[0] and "between 0 and 1" in warnings[0]
         )
+
+
+def test_removed_gpu_timing_setting_says_what_replaced_it() -> None:
+    settings, warnings = settings_from_raw({"gpuTiming": True, "gpuDevice": 1})
+    assert settings.gpuDevice == 1 and not hasattr(settings, "gpuTiming")
+    assert len(warnings) == 1 and "'gpuTiming' no longer exists" in warnings[0]
+    assert "launch.toml" in warnings[0]

@@ -39,6 +39,8 @@ def control_fixes(index: DocumentIndex, line: int) -> list[CodeAction]:
     info = index.info(line)
     if info is None or info.kind != "instruction" or info.error is None or info.ctrl_end < 0:
         return []
+    if info.error.code not in ("", "control-field"):  # not a control-field error (text after ';')
+        return []
     ctrl = info.ctrl_text
     a, b = info.ctrl_start + 1, info.ctrl_end - 1
 

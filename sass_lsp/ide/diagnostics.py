@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import OrderedDict
@@ -49,7 +50,7 @@ def parse_diagnostics(index: DocumentIndex, only_lines: list[int] | None = None)
         info = infos[line]
         err = info.error
         if err is not None:
-            code = "control-field" if info.kind == "instruction" else "syntax"
+            code = err.code or ("control-field" if info.kind == "instruction" else "syntax")
             out.append(
                 Diag(
                     line,
@@ -268,6 +269,31 @@ def hazard_diagnostics(index: DocumentIndex, kernel: Kernel, arch: str, settings
                 tuple(_widen(index, r) for r in finding.related),
             )
         )
+    return merge_same_range(out)
+
+
+_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
+
+
+def merge_same_range(diags: list[Diag]) -> list[Diag]:
+    """One diagnostic per range: one missing wait is found once per register and rule (four findings on
+    one instruction); the most severe stays and carries the others as related information."""
+    groups: dict[tuple[int, int, int, int], list[Diag]] = {}
+    for d in diags:
+        groups.setdefault((d.line, d.col, d.end_line, d.end_col), []).append(d)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        first = min(group, key=lambda d: _RANK.get(d.severity, 1))  # min keeps the earliest of a rank
+        rest = [d for d in group if d is not first]
+        related = list(first.related)
+        for d in rest:
+            related.append(Related(d.line, d.col, d.end_col, f"{d.code}: {d.message}"))
+            related += [r for r in d.related if r not in related]
+        message = f"{first.message}\n(+{len(rest)} more on this instruction: see related information)"
+        out.append(dataclasses.replace(first, message=message, related=tuple(related)))
     return out
 
 

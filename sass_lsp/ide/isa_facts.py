@@ -2,15 +2,16 @@
 
 These are hover texts and heuristics for navigation (which operand is written), not timing data: the
 checker's tables (``sass_lsp.analysis``) are the source of truth for latencies when they exist, and the
-encoder's tables for which opcodes and modifiers are valid. Every class below is tagged as in our notes:
-``[src]`` read in a public source, ``[guess]`` inferred from the opcode's family.
+encoder's tables for which opcodes and modifiers are valid. The texts are shown to users as they are, so
+they carry no provenance tags: where a class comes from is said in the comments beside it.
 """
 
 from __future__ import annotations
 
-# opcode -> (meaning, latency class)
-_VAR = "variable latency: result guarded by a write scoreboard (W#), waited on with B# [src notes §3.2]"
-_FIX = "fixed latency: protected by the stall count of the producer's control field [src notes §3.3]"
+# opcode -> (meaning, latency class); the two latency classes are read in public sources (notes §3.2, §3.3),
+# the class of each opcode is inferred from its family
+_VAR = "variable latency: result guarded by a write scoreboard (W#), waited on with B#"
+_FIX = "fixed latency: protected by the stall count of the producer's control field"
 _CTRL = "control flow: ends the basic block"
 _SYNC = "synchronisation"
 

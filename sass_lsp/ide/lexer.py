@@ -52,6 +52,7 @@ class LineError:
     end_col: int
     message: str
     hint: str = ""
+    code: str = ""  # the diagnostic's code; "": control-field on instruction lines, syntax elsewhere
 
 
 class LineInfo(NamedTuple):
@@ -283,6 +284,17 @@ def _classify_instruction_slow(line: str, indent: int) -> LineInfo:
             "control field without an instruction",
             "write the instruction after the control field, ending with ';'",
         )
+    junk = _WS.match(line, text_end, code_end) if semi >= 0 else None
+    junk_start = junk.end() if junk else text_end
+    if semi >= 0 and junk_start < len(line[:code_end].rstrip()) and error is None:
+        # the assembler rejects it: it must not look clean here
+        error = LineError(
+            junk_start,
+            len(line[:code_end].rstrip()),
+            f"text after ';': '{_clip(line[junk_start:code_end].strip())}'",
+            "an instruction ends at ';'; remove the rest, or make it a comment with //",
+            "syntax",
+        )
     return LineInfo(
         "instruction",
         indent,
@@ -297,6 +309,10 @@ def _classify_instruction_slow(line: str, indent: int) -> LineInfo:
         comment_start=cstart,
         error=error,
     )
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _find_semicolon(line: str, start: int, end: int) -> int:

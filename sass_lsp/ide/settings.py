@@ -18,19 +18,18 @@ class Settings:
     arch: str | None = None
     """Architecture override, e.g. ``"sm_90"``; ``None`` reads it from ``.__elf_flags`` / ``.target``."""
 
-    gpuTiming: bool = False
-    """Offer GPU timing code actions (needs an NVIDIA GPU and ``sass_lsp.gpu``)."""
-
     gpuDevice: int = 0
-    """CUDA device index used for GPU timing."""
+    """CUDA device that "Time on GPU" and "Optimize schedule" run on, counted among the devices
+    ``CUDA_VISIBLE_DEVICES`` leaves visible to the server (0: the first); the status bar says whether it
+    answers. Both need an NVIDIA driver and ``sass-lsp[gpu]``."""
 
     optimizeBudgetS: float = 60.0
     """GPU seconds that "Optimize schedule" spends screening candidates (then it confirms the best)."""
 
     optimizeUniformShare: float = 0.5
     """Share of the 16 moves "Optimize schedule"'s surrogate walk draws uniformly instead of from the policy
-    (0-1; ``optimize --uniform-share``'s default; 0.5 confirmed more than 0 over the held-out kernels:
-    docs/evaluation.md)."""
+    (0-1, as ``optimize --uniform-share``): higher explores schedules the policy would not propose, 0 follows
+    the policy only."""
 
     policyModelPath: str | None = None
     """Checkpoint of the reorder policy (a directory; relative to the workspace folder); ``None``: the one
@@ -58,6 +57,10 @@ class Settings:
 
 _ARCH = re.compile(r"sm_\d{2,3}[af]?$")
 
+REMOVED = {
+    "gpuTiming": "GPU timing is offered wherever a K.launch.toml is beside the file; remove the setting",
+}
+
 
 def _check(name: str, value: Any) -> Any:
     if name == "arch":
@@ -67,7 +70,6 @@ def _check(name: str, value: Any) -> Any:
             return value
         raise ValueError("expected an arch such as 'sm_90'")
     if name in (
-        "gpuTiming",
         "encoderDiagnostics",
         "hazardDiagnostics",
         "inlayStallHints",
@@ -119,6 +121,9 @@ def settings_from_raw(raw: Any, base: Settings | None = None) -> tuple[Settings,
     changes: dict[str, Any] = {}
     warnings: list[str] = []
     for key, value in raw.items():
+        if key in REMOVED:
+            warnings.append(f"sass-lsp: setting '{key}' no longer exists: {REMOVED[key]}")
+            continue
         if key not in names:
             warnings.append(f"sass-lsp: unknown setting '{key}' ignored")
             continue

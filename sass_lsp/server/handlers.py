@@ -33,6 +33,7 @@ from sass_lsp.ide.profile_view import ProfileView, profile_view
 from sass_lsp.ide.text import Document
 from sass_lsp.ide.timeline_view import KernelTimeline, kernel_timeline
 from sass_lsp.server import convert
+from sass_lsp.server.gpu_check import device_env
 from sass_lsp.server.state import SLICE_S, SassLanguageServer, Snapshot, freeze_heap
 from sass_lsp.server.suggestions import PolicyUnavailable, SuggestionJobs
 from sass_lsp.server.suggestions import load_net as load_policy_net
@@ -115,7 +116,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
                     lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="sass-lsp")])
                 )
                 if result and result[0] is not None:
-                    ls.apply_settings(result[0])
+                    apply_settings(result[0])
             except Exception:
                 log.warning("workspace/configuration failed", exc_info=True)
 
@@ -128,7 +129,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         settings = params.settings
         suggestions.reset()  # the policy path may have changed
         if isinstance(settings, dict) and "sass-lsp" in settings:
-            ls.apply_settings(settings["sass-lsp"])
+            apply_settings(settings["sass-lsp"])
             return
         caps = ls.client_capabilities.workspace
         if caps is not None and caps.configuration:
@@ -136,7 +137,17 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
                 lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="sass-lsp")])
             )
             if result and result[0] is not None:
-                ls.apply_settings(result[0])
+                apply_settings(result[0])
+
+    def apply_settings(raw: object) -> None:
+        """Settings after initialization: a change that inlay hints (or code lenses) show is seen at once, not
+        at the next edit: the client is asked to pull them again."""
+        before = ls.settings
+        ls.apply_settings(raw)
+        after = ls.settings
+        arch = after.arch != before.arch  # the cost lenses and the stall hints follow the arch
+        if arch or after.inlayStallHints != before.inlayStallHints:
+            _refresh_views(ls, lenses=arch)
 
     # ---------------------------------------------------------------- text sync
     @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -532,6 +543,9 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             edited_text = snap.doc.eol.join(reorder.apply_line_edits(snap.doc.lines, edits))
         if not found.spec.exists():
             return refuse("spec_error", gpu_timing.missing_spec_message(path, found.spec))
+        why = await ls.gpu_unavailable()
+        if why is not None:
+            return refuse("no_device", f"Timing on the GPU needs an NVIDIA GPU: {why}")
         from sass_lsp.gpu import GpuRunner, SpecError, bench_to_dict, load_spec, run_bench
 
         try:
@@ -569,7 +583,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             def progress(phase: str, done: int, total: int) -> None:
                 loop.call_soon_threadsafe(report, f"{phase} {done}/{total}" if total else phase)
 
-            runner = GpuRunner()
+            runner = GpuRunner(env=device_env(ls.settings.gpuDevice))
 
             def work() -> object:
                 return run_bench(original, edited.cubin, spec, progress=progress, runner=runner)
@@ -602,6 +616,9 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
             return {"ok": False, "verdict": verdict, "message": message, "choices": []}
 
+        why = await ls.gpu_unavailable()
+        if why is not None:  # before anything else: without a GPU there is nothing to screen
+            return refuse("no_device", f"Optimize schedule needs an NVIDIA GPU: {why}")
         if not found.spec.exists():
             return refuse("spec_error", gpu_timing.missing_spec_message(path, found.spec))
         if not snap.arch:
@@ -639,7 +656,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
 
         budget, share = ls.settings.optimizeBudgetS, ls.settings.optimizeUniformShare
         async with prog as cancelled:
-            runner = GpuRunner()
+            runner = GpuRunner(env=device_env(ls.settings.gpuDevice))
             measure = GpuMeasure(runner, assembled.cubin, spec, spec.label)
             result = await _until_done_or_cancelled(cancelled, runner, run)
         trials = result.log.trials
@@ -721,13 +738,13 @@ async def _until_done_or_cancelled(cancelled: asyncio.Event, runner: object, wor
     return job.result()
 
 
-def _refresh_views(ls: SassLanguageServer) -> None:
-    """Ask the client to pull code lenses and inlay hints again (where it says it can)."""
+def _refresh_views(ls: SassLanguageServer, lenses: bool = True) -> None:
+    """Ask the client to pull inlay hints and (``lenses``) code lenses again (where it says it can)."""
     caps = ls.client_capabilities.workspace
     if caps is None:
         return
     futures = []
-    if caps.code_lens is not None and caps.code_lens.refresh_support:
+    if lenses and caps.code_lens is not None and caps.code_lens.refresh_support:
         futures.append(ls.workspace_code_lens_refresh(None))
     if caps.inlay_hint is not None and caps.inlay_hint.refresh_support:
         futures.append(ls.workspace_inlay_hint_refresh(None))

@@ -16,9 +16,10 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
+import cattrs
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from sass_lsp import __version__
@@ -31,6 +32,7 @@ from sass_lsp.ide.settings import Settings, settings_from_raw
 from sass_lsp.ide.text import Document, LineEdit
 from sass_lsp.ide.timeline_view import kernel_timeline
 from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic
+from sass_lsp.server.gpu_check import no_gpu_reason
 
 log = logging.getLogger("sass_lsp.server")
 
@@ -77,9 +79,46 @@ class Snapshot:
         return self.doc.version
 
 
+@dataclass(frozen=True)
+class RejectedRequest:
+    """A request whose params do not fit its method: answered with this error, never handled."""
+
+    id: int | str
+    error: lsp.ResponseError
+    jsonrpc: str = "2.0"
+
+
+def _why_invalid(exc: Exception) -> str:
+    try:
+        return "; ".join(cattrs.transform_error(exc)[:4])
+    except Exception:  # transform_error knows cattrs' errors only
+        return str(exc)
+
+
 class SassProtocol(LanguageServerProtocol):
     """pygls's protocol without its own copy of each document: the server keeps documents as line lists
-    (:class:`~sass_lsp.ide.text.Document`), so pygls rebuilding a 2 MB string on every keystroke is waste."""
+    (:class:`~sass_lsp.ide.text.Document`), so pygls rebuilding a 2 MB string on every keystroke is waste.
+    A request with malformed params gets an ``InvalidParams`` error response (pygls logged a traceback and
+    never answered, so the client waited for ever)."""
+
+    def structure_message(self, data: dict) -> object:
+        if "jsonrpc" in data and "method" in data and isinstance(data.get("id"), int | str):
+            request_type = self.get_message_type(data["method"]) or JsonRPCRequestMessage
+            try:
+                return self._converter.structure(data, request_type)
+            except Exception as exc:
+                message = f"invalid params for {data['method']}: {_why_invalid(exc)}"
+                log.warning("%s (request %s)", message, data["id"])
+                return RejectedRequest(
+                    data["id"], lsp.ResponseError(code=lsp.ErrorCodes.InvalidParams, message=message)
+                )
+        return super().structure_message(data)
+
+    def handle_message(self, message: object) -> None:
+        if isinstance(message, RejectedRequest):
+            self._send_response(message.id, error=message.error)
+            return
+        super().handle_message(message)  # type: ignore[arg-type]
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> Generator:
@@ -122,6 +161,8 @@ class SassLanguageServer(LanguageServer):
         self._pool_failed = False
         self._last_status: dict | None = None
         self._checker_locks: dict[str, asyncio.Lock] = {}
+        self._gpu_reasons: dict[int, str | None] = {}  # gpuDevice -> why it cannot run GPU work
+        self._gpu_probes: dict[int, asyncio.Future] = {}
 
     # ------------------------------------------------------------------ documents
     def position_encoding(self) -> str:
@@ -211,14 +252,23 @@ class SassLanguageServer(LanguageServer):
     def send_status(self, snap: Snapshot) -> None:
         """``sass-lsp/status``: the arch in use (and GPU timing's state) for the client's status bar."""
         status: dict = {"arch": snap.arch}
-        if self.settings.gpuTiming:
-            status["gpu"] = {
-                "available": False,
-                "reason": "GPU timing is not wired into the language server yet",
-            }
+        device = self.settings.gpuDevice
+        if device in self._gpu_reasons:
+            why = self._gpu_reasons[device]
+            status["gpu"] = {"available": why is None, "device": f"device {device}", "reason": why}
+        elif device not in self._gpu_probes:  # asked once per device, off the event loop; then sent again
+            self._gpu_probes[device] = asyncio.ensure_future(self.gpu_unavailable())
+            self._gpu_probes[device].add_done_callback(lambda _f: self.send_status(snap))
         if status != self._last_status:
             self._last_status = status
             self.protocol.notify("sass-lsp/status", status)
+
+    async def gpu_unavailable(self) -> str | None:
+        """Why ``gpuDevice`` cannot run GPU work (None: it can); the child-process probe runs in a thread."""
+        device = self.settings.gpuDevice
+        if device not in self._gpu_reasons:
+            self._gpu_reasons[device] = await asyncio.to_thread(no_gpu_reason, device)
+        return self._gpu_reasons[device]
 
     def _is_latest(self, uri: str, version: int) -> bool:
         doc = self.docs.get(uri)

@@ -264,7 +264,6 @@ function updateStatus(): void {
     fileArch,
     archOverride: config.get<string>("arch") || undefined,
     server: serverStatus,
-    gpuTiming: config.get<boolean>("gpuTiming") ?? false,
     serverState,
   });
   statusItem.text = text;

@@ -2,14 +2,13 @@
 
 export interface ServerStatus {
   arch?: string; // from the server's `sass-lsp/status` notification, if it sends one
-  gpu?: { available: boolean; device?: string; reason?: string };
+  gpu?: { available: boolean; device?: string; reason?: string | null }; // sass-lsp.gpuDevice, once probed
 }
 
 export interface StatusInput {
   fileArch?: { arch: string; source: string };
   archOverride?: string; // sass-lsp.arch
   server?: ServerStatus;
-  gpuTiming: boolean; // sass-lsp.gpuTiming
   serverState: "starting" | "running" | "stopped" | "failed";
 }
 
@@ -24,18 +23,15 @@ export function statusText(s: StatusInput): { text: string; tooltip: string } {
         : "not found in the file";
   let gpu: string;
   let gpuWhy: string;
-  if (!s.gpuTiming) {
-    gpu = "GPU off";
-    gpuWhy = "GPU timing is off (sass-lsp.gpuTiming)";
-  } else if (!s.server?.gpu) {
+  if (!s.server?.gpu) {
     gpu = "GPU ?";
-    gpuWhy = "the server has not reported a GPU worker (no sass-lsp/status notification)";
+    gpuWhy = "GPU (Time on GPU, Optimize schedule): not checked yet";
   } else if (s.server.gpu.available) {
     gpu = "GPU ✓";
-    gpuWhy = `GPU worker available${s.server.gpu.device ? `: ${s.server.gpu.device}` : ""}`;
+    gpuWhy = `GPU (Time on GPU, Optimize schedule): ${s.server.gpu.device ?? "available"} answers`;
   } else {
     gpu = "GPU ✗";
-    gpuWhy = `no GPU worker${s.server.gpu.reason ? `: ${s.server.gpu.reason}` : ""}`;
+    gpuWhy = `No GPU for Time on GPU and Optimize schedule${s.server.gpu.reason ? `: ${s.server.gpu.reason}` : ""}`;
   }
   const icon = s.serverState === "running" ? "$(chip)" : s.serverState === "starting" ? "$(sync~spin)" : "$(error)";
   const state = { starting: "starting", running: "running", stopped: "stopped", failed: "failed to start" }[s.serverState];

@@ -7,8 +7,8 @@ import { CLIENT_ONLY_KEYS, toServerSettings } from "../../src/pure/settings";
 const CLIENT_DIR = path.resolve(__dirname, "../..");
 
 test("client-only keys are dropped, empty strings become null", () => {
-  const raw = { pythonPath: "/x/python", serverArgs: ["-m", "sass_lsp.server"], trace: { server: "off" }, arch: "", gpuTiming: true, policyModelPath: "", hazardSeverities: { SASS001: "warning" } };
-  assert.deepEqual(toServerSettings(raw), { arch: null, gpuTiming: true, policyModelPath: null, hazardSeverities: { SASS001: "warning" } });
+  const raw = { pythonPath: "/x/python", serverArgs: ["-m", "sass_lsp.server"], trace: { server: "off" }, arch: "", gpuDevice: 1, policyModelPath: "", hazardSeverities: { SASS001: "warning" } };
+  assert.deepEqual(toServerSettings(raw), { arch: null, gpuDevice: 1, policyModelPath: null, hazardSeverities: { SASS001: "warning" } });
   assert.deepEqual(toServerSettings({ arch: "sm_90" }), { arch: "sm_90" });
   assert.equal(toServerSettings(null), null);
   assert.equal(toServerSettings([1]), null);
