@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 
 GPU_HINT = "install the GPU extra: pip install 'sass-lsp[gpu]' (needs an NVIDIA driver)"
 
@@ -36,9 +37,9 @@ except Exception as exc:
 """
 
 
-def gpu_problem(timeout_s: float = 120.0) -> str | None:
+def gpu_problem(timeout_s: float = 120.0, extra_env: Mapping[str, str] | None = None) -> str | None:
     """None when a CUDA device answers, else why not (:func:`no_gpu_message`); asked in a child process so
-    this one never loads the driver."""
+    this one never loads the driver. ``extra_env`` (e.g. ``CUDA_VISIBLE_DEVICES``) is the worker's."""
     from sass_lsp.gpu.runner import worker_env
 
     try:
@@ -47,7 +48,7 @@ def gpu_problem(timeout_s: float = 120.0) -> str | None:
             capture_output=True,
             text=True,
             timeout=timeout_s,
-            env=worker_env(None),
+            env=worker_env(dict(extra_env or {})),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"no GPU timing: the CUDA probe did not finish ({exc})"
