@@ -23,8 +23,6 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 CORPUS = TRITON_CORPUS
 SOURCE = CORPUS / "triton_add.cuasm"
 
-pytestmark = pytest.mark.skipif(not SOURCE.exists(), reason="corpus triton_add.cuasm not found")
-
 
 @pytest_lsp.fixture(
     scope="module",
