@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time a full hazard check of a generated 20,000-instruction sm_90 kernel (goal: <= 100 ms).
 
-The kernel is made of the Triton kernels' text sections from ../shared/corpus/sm_90 (or any
+The kernel is made of the Triton kernels' text sections from sass_lsp/corpus/sm_90 (or any
 ``--source`` .cuasm files) concatenated with labels renamed and registers rotated per copy, so that
 copies are not all the same text (``--distinct``: no two copies share a text at all).
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Held-out encoder coverage: share of instructions whose full 128-bit word we reproduce exactly.
 
-Sources (never used to build tables): ``../shared/corpus/<arch>/*.cubin``, ``.cache/corpus/<arch>/*.cubin``
+Sources (never used to build tables): ``sass_lsp/corpus/<arch>/*.cubin``, ``.cache/corpus/<arch>/*.cubin``
 (compiled from tests/kernels by another helper) and ``tools/isa/heldout/*.cu`` compiled into
 ``.cache/isa/heldout/<arch>/``. For each instruction: encode its text (pc, section labels and kernel
 context from the listing: ``sass_lsp/isa/context.py``), OR in the control bits of the original word,

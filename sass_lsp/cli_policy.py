@@ -382,7 +382,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_finetune(args: argparse.Namespace) -> int:
-    """Fine-tune a checkpoint on measured GPU time: the Triton training kernels of the shared corpus."""
+    """Fine-tune a checkpoint on measured GPU time: the Triton training kernels of the bundled corpus."""
     import time
 
     from sass_lsp.cuasm import parse_cuasm, write_cuasm

@@ -1,5 +1,5 @@
 """Encoder, MC style: instruction text -> 128-bit word, expected words copied from `nvdisasm -hex` of
-real sm_90 cubins in /work/shared/corpus/sm_90 (never from our encoder). The control bits come from the
+real sm_90 cubins in sass_lsp/corpus/sm_90 (never from our encoder). The control bits come from the
 expected word itself (the encoder leaves them zero), as the coverage benchmark does."""
 
 import random

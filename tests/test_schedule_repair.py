@@ -2,7 +2,7 @@
 text edit. The checker (``analysis.check``) is the oracle: no state a legal move reaches may have an error or
 warning the ptxas original does not have.
 
-Corpus: the Triton kernels of the shared corpus and the generated corpus (tests/kernels, compiled by
+Corpus: the Triton kernels of the bundled corpus and the generated corpus (tests/kernels, compiled by
 tools/build_corpus.py; its text comes from the same nvdisasm cache the analysis tests use).
 """
 

@@ -1,4 +1,4 @@
-"""Feature: launch spec from a corpus JSON (``shared/corpus/sm_90/NAME.json``) and its cubin.
+"""Feature: launch spec from a corpus JSON (``sass_lsp/corpus/sm_90/NAME.json``) and its cubin.
 
 The JSON lists the Python-level arguments Triton was called with; the cubin's ``EIATTR_KPARAM_INFO`` lists
 what

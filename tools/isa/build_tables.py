@@ -10,7 +10,7 @@ Pipeline (reproducible; needs nvcc/ptxas and nvdisasm, no GPU):
    and the batch re-run;
 4. learn a GF(2)-linear model per specific and per general form (``sass_lsp/isa/gf2.py``).
 
-Held-out cubins (``/work/shared/corpus``, ``tests/kernels``) are never used here.
+Held-out cubins (``sass_lsp/corpus``, ``tests/kernels``) are never used here.
 
     python tools/isa/build_tables.py --arch sm_90
 """

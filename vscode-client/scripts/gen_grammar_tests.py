@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (regexes and verbatim corpus lines are long)
-"""Writes ../test/grammar/*.test.cuasm: real corpus lines (copied verbatim from /work/shared/corpus/sm_90)
+"""Writes ../test/grammar/*.test.cuasm: real corpus lines (copied verbatim from sass_lsp/corpus/sm_90)
 with vscode-tmgrammar-test assertions; the caret columns are computed here from (token, scope[, nth]).
 Run `python3 scripts/gen_grammar_tests.py` after adding a case, then `npm run test:grammar`.
 """
@@ -36,7 +36,7 @@ def asserts(line, specs):
 def write(path, title, cases):
     lines = [
         f'// SYNTAX TEST "source.cuasm" "{title}"',
-        "// Every tested line is copied verbatim from /work/shared/corpus/sm_90/*.cuasm (sm_90, CuAssembler format).",
+        "// Every tested line is copied verbatim from sass_lsp/corpus/sm_90/*.cuasm (sm_90, CuAssembler format).",
         "",
     ]
     for src, specs in cases:

@@ -2,7 +2,7 @@
 // Tokenise every .cuasm file in a directory with the TextMate grammar (as VS Code does, via
 // vscode-textmate + vscode-oniguruma) and fail on instruction lines without an opcode scope or with
 // tokens the grammar leaves unscoped.
-//   node scripts/grammar-sweep.js [DIR]     (default: /work/shared/corpus/sm_90)
+//   node scripts/grammar-sweep.js [DIR]     (default: the bundled corpus, ../sass_lsp/corpus/sm_90)
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
@@ -11,7 +11,7 @@ const vt = require(path.join(root, "node_modules/vscode-textmate"));
 const onig = require(path.join(root, "node_modules/vscode-oniguruma"));
 
 (async () => {
-  const dir = process.argv[2] || "/work/shared/corpus/sm_90";
+  const dir = process.argv[2] || path.join(root, "../sass_lsp/corpus/sm_90");
   await onig.loadWASM(fs.readFileSync(path.join(root, "node_modules/vscode-oniguruma/release/onig.wasm")).buffer);
   const registry = new vt.Registry({
     onigLib: Promise.resolve({ createOnigScanner: (p) => new onig.OnigScanner(p), createOnigString: (s) => new onig.OnigString(s) }),

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { archFromText, smFromElfFlags } from "../../src/pure/arch";
 
-// Header lines copied from /work/shared/corpus/sm_90/triton_add.cuasm.
+// Header lines copied from sass_lsp/corpus/sm_90/triton_add.cuasm.
 const CORPUS_HEADER = [
   "\t.__elf_ident_osabi      51",
   "\t.__elf_ident_abiversion 7",
