@@ -807,7 +807,7 @@ def _build_cfg(p: Program) -> None:
     for lab, i in label_node.items():
         labels_at.setdefault(i, []).append(lab)
     block_at = dict(zip(starts, itertools.count()))  # every branch target and block end is a leader
-    ends = [*starts[1:], n]
+    ends = [*starts[1:], n] if starts else []  # a kernel without instructions has no block
     blocks = p.blocks
     get_labels = labels_at.get
     for bi, (start, end) in enumerate(zip(starts, ends, strict=True)):
