@@ -104,7 +104,8 @@ def _control_finding(ins: Instruction, err: ControlCodeError, kernel: str) -> Fi
     code = "SASS012" if decode_ctrl(ins.ctrl) is not None else "SASS015"
     col = ins.ctrl_col + max(0, err.col)
     text = ins.ctrl if len(ins.ctrl) <= 40 else ins.ctrl[:39] + "…"
-    message = f"bad control field '[{text}]': {err.message}; hazards at this instruction are not checked"
+    why = err.message if len(err.message) <= 120 else err.message[:119] + "…"
+    message = f"bad control field '[{text}]': {why}; hazards at this instruction are not checked"
     return Finding(code, "error", ins.line, col, ins.line, col + 1, message, (), kernel, err.hint)
 
 

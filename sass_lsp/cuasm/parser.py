@@ -260,7 +260,10 @@ def _parse_instruction(
             hint = "the 6-field form with a leading reuse field is obsolete; drop the first field"
         diags.append(
             Diagnostic(
-                lineno, ctrl_col + err.col, f"bad control field '[{clip(ctrl, 40)}]': {err.message}", hint
+                lineno,
+                ctrl_col + err.col,
+                f"bad control field '[{clip(ctrl, 40)}]': {clip(err.message)}",
+                hint,
             )
         )
         # The instruction is still kept (a module with this error is not assembled): a checker that
