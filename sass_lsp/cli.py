@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -17,21 +18,92 @@ DEMO_CUBIN = EXAMPLES / "triton_add.cubin"
 
 
 class CliError(Exception):
-    """A user-facing failure: printed as is, exit status 2."""
+    """A user-facing failure, exit status 2: ``message`` is printed as is (``file[:line:col]: error: …``),
+    then ``hint`` on a ``  hint:`` line when given."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = clip_lines(super().__str__())
+        return f"{text}\n  hint: {self.hint}" if self.hint else text
+
+
+# Exit codes, shown in each command's help (the epilogs below).
+EXIT_CODES = (
+    "exit codes: 0 done; 2 unreadable or invalid input, or an output it refuses to write (nothing is "
+    "written then); 3 an internal error (a bug: please report it)"
+)
+CHECK_EXIT_CODES = (
+    "exit codes: 0 no errors (warnings allowed); 1 errors found; 2 a file unreadable or unparsable "
+    "(an unknown instruction, a bad line) or an arch without tables; 3 an internal error (a bug)"
+)
+DEBUG_ENV = "SASS_LSP_DEBUG"  # set: an internal error shows its traceback
+
+_MAX_LINE = 400  # characters of one printed error line: a bad 1 MB line is not echoed in full
+
+
+def clip_lines(text: str, limit: int = _MAX_LINE) -> str:
+    """Each line of ``text`` cut to ``limit`` characters with an ellipsis."""
+    return "\n".join(ln if len(ln) <= limit else ln[: limit - 1] + "…" for ln in text.split("\n"))
 
 
 def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise CliError(f"{path}: cannot read: {exc.strerror}") from exc
+        raise CliError(
+            f"{path}: error: cannot read: {exc.strerror}", "check the path and that the file is readable"
+        ) from exc
 
 
 def _read_text(path: Path) -> str:
     try:
         return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+    except OSError as exc:
+        raise CliError(
+            f"{path}: error: cannot read: {exc.strerror}", "check the path and that the file is readable"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(
+            f"{path}: error: not a text file (byte {exc.start} is not UTF-8)",
+            "pass a .cuasm text file; `sass-lsp disasm K.cubin -o K.cuasm` makes one from a cubin",
+        ) from exc
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return a.resolve() == b.resolve()
+
+
+def check_output(output: Path, *inputs: Path) -> None:
+    """Refuse an output that is one of the inputs or whose folder does not exist (before any work)."""
+    for path in inputs:
+        if _same_file(output, path):
+            raise CliError(
+                f"{output}: error: refusing to overwrite the input file",
+                "name another output with -o",
+            )
+    folder = output.parent
+    if not folder.is_dir():
+        raise CliError(
+            f"{output}: error: folder {folder} does not exist",
+            f"create it first (mkdir -p {folder}) or name an output in an existing folder",
+        )
+    if output.is_dir():
+        raise CliError(f"{output}: error: is a folder", "name an output file, not a folder")
+
+
+def _write_output(output: Path, data: bytes | str) -> None:
+    try:
+        write_atomic(output, data)
+    except OSError as exc:
+        raise CliError(
+            f"{output}: error: cannot write: {exc.strerror}", "check that the folder is writable"
+        ) from exc
 
 
 def _load_launch_spec(path: Path):  # noqa: ANN202 (LaunchSpec; imported lazily: the gpu package is an edge)
@@ -43,10 +115,37 @@ def _load_launch_spec(path: Path):  # noqa: ANN202 (LaunchSpec; imported lazily:
         raise CliError(f"{path}: {exc}") from exc
 
 
-def disassemble_file(cubin_path: Path) -> str:
-    from sass_lsp.cuasm.writer import write_cuasm
+_NOT_A_CUBIN_HINT = (
+    "disasm reads a cubin (an ELF file from ptxas, nvcc -cubin or Triton); `sass-lsp asm` assembles a .cuasm"
+)
 
-    return write_cuasm(_read_bytes(cubin_path), source_name=cubin_path.name)
+
+def disassemble_file(cubin_path: Path, data: bytes | None = None) -> str:
+    """``cubin_path`` (or ``data`` read from it) as .cuasm text; :class:`CliError` on anything not a cubin."""
+    import struct
+
+    from sass_lsp.cuasm.writer import write_cuasm
+    from sass_lsp.elf.reader import ElfError, read_cubin
+    from sass_lsp.nvdisasm import NvdisasmError
+
+    if data is None:
+        data = _read_bytes(cubin_path)
+    try:
+        read_cubin(data)
+    except ElfError as exc:
+        raise CliError(f"{cubin_path}: error: not a cubin: {exc}", _NOT_A_CUBIN_HINT) from exc
+    try:
+        return write_cuasm(data, source_name=cubin_path.name)
+    except NvdisasmError as exc:
+        raise CliError(
+            f"{cubin_path}: error: {exc}",
+            "nvdisasm reads complete cubins only: is the file damaged or cut short?",
+        ) from exc
+    except (ValueError, LookupError, struct.error, UnicodeDecodeError) as exc:
+        # an ELF file whose headers hold together but whose contents do not (a damaged cubin)
+        raise CliError(
+            f"{cubin_path}: error: malformed cubin: {type(exc).__name__}: {exc}", _NOT_A_CUBIN_HINT
+        ) from exc
 
 
 def assemble_text(text: str, source_name: str, *, verify: bool = True) -> bytes:
@@ -59,21 +158,25 @@ def assemble_text(text: str, source_name: str, *, verify: bool = True) -> bytes:
 
 
 def cmd_disasm(args: argparse.Namespace) -> int:
-    text = disassemble_file(args.cubin)
-    if args.output is None or str(args.output) == "-":
+    to_stdout = args.output is None or str(args.output) == "-"
+    data = _read_bytes(args.cubin)
+    if not to_stdout:
+        check_output(args.output, args.cubin)
+    text = disassemble_file(args.cubin, data)
+    if to_stdout:
         sys.stdout.write(text)
     else:
-        write_atomic(args.output, text)
+        _write_output(args.output, text)
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
 def cmd_asm(args: argparse.Namespace) -> int:
-    data = assemble_text(_read_text(args.cuasm), str(args.cuasm), verify=not args.no_verify)
+    text = _read_text(args.cuasm)
     output = args.output or args.cuasm.with_suffix(".cubin")
-    if output.resolve() == args.cuasm.resolve():
-        raise CliError(f"{output}: refusing to overwrite the input file")
-    write_atomic(output, data)
+    check_output(output, args.cuasm)
+    data = assemble_text(text, str(args.cuasm), verify=not args.no_verify)
+    _write_output(output, data)
     print(f"wrote {output} ({len(data)} bytes)", file=sys.stderr)
     return 0
 
@@ -198,15 +301,38 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_spec_from_json(args: argparse.Namespace) -> int:
-    from sass_lsp.gpu import spec_from_json, write_spec
+    import json
 
-    json_text = _read_text(args.json_file)
+    from sass_lsp.elf.reader import ElfError, read_cubin
+    from sass_lsp.gpu import SpecError, spec_from_json, write_spec
+
     cubin_path = args.cubin or args.json_file.with_suffix(".cubin")
-    spec_text = write_spec(spec_from_json(json_text, _read_bytes(cubin_path)))
+    json_text = _read_text(args.json_file)
+    if args.output is not None:
+        check_output(args.output, args.json_file, cubin_path)
+    try:
+        raw = json.loads(json_text)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"{args.json_file}:{exc.lineno}:{exc.colno}: error: invalid JSON: {exc.msg}",
+            "fix the JSON syntax at that position (a corpus JSON is one object)",
+        ) from exc
+    cubin = _read_bytes(cubin_path)
+    try:
+        read_cubin(cubin)
+    except ElfError as exc:
+        raise CliError(
+            f"{cubin_path}: error: not a cubin: {exc}",
+            "pass the kernel's cubin with --cubin (default: NAME.cubin beside NAME.json)",
+        ) from exc
+    try:
+        spec_text = write_spec(spec_from_json(raw, cubin))
+    except SpecError as exc:
+        raise CliError(f"{args.json_file}: error: {exc}", exc.hint or "fix that field of the JSON") from exc
     if args.output is None:
         sys.stdout.write(spec_text)
     else:
-        write_atomic(args.output, spec_text)
+        _write_output(args.output, spec_text)
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
@@ -306,18 +432,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("server_args", nargs=argparse.REMAINDER, help="--tcp HOST:PORT, --log-file F, --log-level")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("check", help="hazard check: file:line:col: severity: CODE message")
+    p = sub.add_parser(
+        "check", help="hazard check: file:line:col: severity: CODE message", epilog=CHECK_EXIT_CODES
+    )
     p.add_argument("files", type=Path, nargs="+")
     p.add_argument("--arch", help="override the arch read from the file (e.g. sm_90)")
     p.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("disasm", help="cubin -> .cuasm (CuAssembler format)")
+    p = sub.add_parser("disasm", help="cubin -> .cuasm (CuAssembler format)", epilog=EXIT_CODES)
     p.add_argument("cubin", type=Path)
     p.add_argument("-o", "--output", type=Path, help="output .cuasm (default: stdout)")
     p.set_defaults(func=cmd_disasm)
 
-    p = sub.add_parser("asm", help=".cuasm -> cubin, verified instruction by instruction with nvdisasm")
+    p = sub.add_parser(
+        "asm", help=".cuasm -> cubin, verified instruction by instruction with nvdisasm", epilog=EXIT_CODES
+    )
     p.add_argument("cuasm", type=Path)
     p.add_argument("-o", "--output", type=Path, help="output cubin (default: input with .cubin suffix)")
     p.add_argument("--no-verify", action="store_true", help="skip the nvdisasm verification pass")
@@ -332,7 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("spec-from-json", help="corpus NAME.json (+ NAME.cubin) -> NAME.launch.toml")
+    p = sub.add_parser(
+        "spec-from-json", help="corpus NAME.json (+ NAME.cubin) -> NAME.launch.toml", epilog=EXIT_CODES
+    )
     p.add_argument("json_file", type=Path)
     p.add_argument("--cubin", type=Path, help="default: the .cubin beside the JSON")
     p.add_argument("-o", "--output", type=Path, help="default: stdout")
@@ -383,6 +515,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 1
+    except Exception as exc:  # a bug: one line and a hint, not a traceback, unless asked for
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(
+            clip_lines(f"sass-lsp {args.command}: internal error: {type(exc).__name__}: {exc}"),
+            file=sys.stderr,
+        )
+        print(
+            f"  hint: this is a bug in sass-lsp; {DEBUG_ENV}=1 shows the traceback for a report",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":

@@ -58,20 +58,30 @@ def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported l
         ) from exc
 
 
-def _text_and_arch(path: Path) -> tuple[str, str]:
+def _text_and_arch(path: Path, kernel: str | None = None) -> tuple[str, str]:
+    from sass_lsp.cli import _read_text
     from sass_lsp.cuasm import parse_cuasm
     from sass_lsp.cuasm.assembler import module_arch
 
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{path}: cannot read: {exc}") from exc
+    text = _read_text(path)
     module, diags = parse_cuasm(text)
     errors = [d for d in diags if d.severity == "error"]
     if errors:
         d = errors[0]
         raise CliError(
             f"{path}:{d.line}:{d.col}: error: {d.message}" + (f"\n  hint: {d.hint}" if d.hint else "")
+        )
+    kernels = [
+        s.name[len(".text.") :] for s in module.sections if s.name.startswith(".text.") and s.instructions
+    ]
+    if not kernels:
+        raise CliError(
+            f"{path}: error: no kernel: no .text.<kernel> section with instructions",
+            "pass a .cuasm made by `sass-lsp disasm K.cubin -o K.cuasm`",
+        )
+    if kernel is not None and kernel not in kernels:
+        raise CliError(
+            f"{path}: error: no kernel {kernel!r} in the file", f"--kernel takes one of: {', '.join(kernels)}"
         )
     return text, module_arch(module)
 
@@ -80,7 +90,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     """Reorder suggestions from the policy, each a text edit with its predicted gain."""
     from sass_lsp.policy.suggest import suggest, to_json
 
-    text, arch = _text_and_arch(args.cuasm)
+    text, arch = _text_and_arch(args.cuasm, args.kernel)
     net = load_net(args.policy)
     found = suggest(
         text,

@@ -128,3 +128,46 @@ def test_verification_can_be_skipped() -> None:
         text, encode=lambda t, *, pc, labels: words[pc + 16] if pc == 0x40 else words[pc], verify=False
     )
     assert len(out) == CUBIN.stat().st_size
+
+
+def test_bad_control_field_keeps_the_instruction_for_the_checker() -> None:
+    """One error at the field, and the instruction stays in the module (so the checker keeps its waits)."""
+    text, _ = _fixture()
+    bad = text.replace("[B------:R-:W1:-:S07]", "[B------:R-:W1:-:S16]", 1)
+    module, diags = parse_cuasm(bad)
+    line = _line_of(bad, "R-:W1:-:S16")
+    assert [(d.line, "stall 16 > 15" in d.message) for d in diags] == [(line, True)]
+    kept = [i for s in module.sections for i in s.instructions if i.line == line]
+    assert [i.ctrl for i in kept] == ["B------:R-:W1:-:S16"]
+
+
+def test_text_after_semicolon_is_an_error_at_its_column() -> None:
+    text, _ = _fixture()
+    bad = text.replace("CS2R R16, SRZ ;", "CS2R R16, SRZ ; IADD3", 1)
+    _, diags = parse_cuasm(bad)
+    line = _line_of(bad, "SRZ ; IADD3")
+    assert [(d.line, d.col) for d in diags] == [(line, bad.splitlines()[line - 1].index("IADD3") + 1)]
+    assert "text after ';'" in diags[0].message and diags[0].hint
+
+
+def test_long_bad_line_is_quoted_clipped() -> None:
+    _, diags = parse_cuasm('\t.section .text.k,"ax",@progbits\n  ' + "Q" * 1_000_000 + "\n")
+    assert len(diags) == 1 and len(diags[0].message) < 200 and diags[0].message.count("Q") < 130
+
+
+def test_undefined_branch_label_is_named() -> None:
+    text, _ = _fixture()
+    bad = text.replace("BRA `(.L_x_0);", "BRA `(.L_gone);", 1)
+    line = _line_of(bad, ".L_gone")
+    with pytest.raises(AssembleError) as info:
+        assemble_cuasm(bad, source_name="k.cuasm")
+    (diag,) = info.value.diagnostics
+    assert (diag.line, diag.col) == (line, bad.splitlines()[line - 1].index(".L_gone") + 1)
+    assert diag.message == "undefined label '.L_gone'" and diag.hint
+
+
+def test_no_kernel_is_not_assembled() -> None:
+    for text in ("", "// nothing\n", '\t.section .text.k,"ax",@progbits\n'):
+        with pytest.raises(AssembleError) as info:
+            assemble_cuasm(text, source_name="k.cuasm")
+        assert "no kernel" in str(info.value) and info.value.diagnostics[0].hint

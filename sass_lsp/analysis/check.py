@@ -2,10 +2,19 @@
 
 Architecture Invariant: no IO, never raises on bad input (unparsable lines become SASS015 findings),
 never mutates the module.
+
+An instruction whose control field cannot be read (``S16``, ``S0x``, ``W9``) gets one finding at the field
+and is checked as if it waited on every scoreboard, set none and stalled 15 cycles with a yield; findings
+at that instruction or naming it as related are dropped, and so are the kernel's SASS006 (a wait on a
+scoreboard only the unread field may set). The checker thus invents no hazard from a field it could not
+read, at the price of missing one that the field, once fixed, will show. A kernel whose check fails for
+any other reason gets one SASS015 finding at its section line; the other kernels keep theirs.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 
 from sass_lsp.analysis.findings import RULES, Finding, Related
@@ -17,13 +26,18 @@ from sass_lsp.analysis.program import (
     F_NEVER,
     Kernel,
     Program,
+    decode_ctrl,
     gc_paused,
+    program_of_items,
     program_of_kernel,
-    programs_of,
     reuse_col,
 )
+from sass_lsp.isa.control import ControlCodeError, parse_control
 from sass_lsp.isa.semantics import Semantics, load_semantics, unit_name
-from sass_lsp.model import Module
+from sass_lsp.model import Instruction, Module, SectionBlock
+
+# What an unreadable control field is checked as: waits on every scoreboard, sets none, the longest stall.
+UNKNOWN_CONTROL = "B012345:R-:W-:Y:S15"
 
 
 def check_module(module: Module, arch: str) -> list[Finding]:
@@ -31,9 +45,68 @@ def check_module(module: Module, arch: str) -> list[Finding]:
     sem = load_semantics(arch)
     out: list[Finding] = []
     with gc_paused():
-        for p in programs_of(module, sem):
-            out.extend(check_program(p, sem))
+        for sec in module.sections:
+            if sec.name.startswith(".text."):
+                out.extend(check_section(sec, sem))
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
+
+
+def check_section(sec: SectionBlock, sem: Semantics) -> list[Finding]:
+    """The findings of one kernel; a failure of the checker on it is one SASS015 finding, not a raise."""
+    name = sec.name[len(".text.") :]
+    items, unread = _with_unknown_controls(sec.items)
+    try:
+        found = check_program(program_of_items(name, sec.line, items, sem), sem)
+    except Exception as err:  # a bug on this kernel's text: the file's other kernels are still checked
+        message = f"the checker failed on kernel {name}: {type(err).__name__}: {err}"
+        return [Finding("SASS015", "error", sec.line, 1, sec.line, 2, message[:300], (), name)]
+    if not unread:
+        return found
+    lines = {ins.line for ins, _err in unread}
+    kept = [
+        f
+        for f in found
+        if f.line not in lines and f.code != "SASS006" and not any(r.line in lines for r in f.related)
+    ]
+    return kept + [_control_finding(ins, err, name) for ins, err in unread]
+
+
+@functools.lru_cache(maxsize=4096)
+def control_problem(ctrl: str) -> ControlCodeError | None:
+    """Why a control text (inside the brackets) cannot be read, or None when it can."""
+    try:
+        parse_control(ctrl)
+    except ControlCodeError as err:
+        return err
+    return None
+
+
+def _with_unknown_controls(items: list) -> tuple[list, list[tuple[Instruction, ControlCodeError]]]:
+    """``items`` with every unreadable control field replaced by :data:`UNKNOWN_CONTROL`, and those
+    instructions with their errors (the list itself when there is none)."""
+    problems = {
+        c: e for c in {it.ctrl for it in items if isinstance(it, Instruction)} if (e := control_problem(c))
+    }
+    if not problems:
+        return items, []
+    unread = [(it, problems[it.ctrl]) for it in items if isinstance(it, Instruction) and it.ctrl in problems]
+    fixed = [
+        dataclasses.replace(it, ctrl=UNKNOWN_CONTROL)
+        if isinstance(it, Instruction) and it.ctrl in problems
+        else it
+        for it in items
+    ]
+    return fixed, unread
+
+
+def _control_finding(ins: Instruction, err: ControlCodeError, kernel: str) -> Finding:
+    """SASS012 for a well-formed field with a value out of range, SASS015 for one that cannot be read."""
+    code = "SASS012" if decode_ctrl(ins.ctrl) is not None else "SASS015"
+    col = ins.ctrl_col + max(0, err.col)
+    text = ins.ctrl if len(ins.ctrl) <= 40 else ins.ctrl[:39] + "…"
+    why = err.message if len(err.message) <= 120 else err.message[:119] + "…"
+    message = f"bad control field '[{text}]': {why}; hazards at this instruction are not checked"
+    return Finding(code, "error", ins.line, col, ins.line, col + 1, message, (), kernel, err.hint)
 
 
 def check_kernel(k: Kernel, sem: Semantics) -> list[Finding]:

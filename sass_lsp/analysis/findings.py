@@ -24,6 +24,7 @@ class Finding:
     message: str
     related: tuple[Related, ...] = ()
     kernel: str = ""
+    hint: str = ""  # how to fix it, where the message alone does not say (parse and encoding errors)
 
 
 @dataclass(frozen=True)

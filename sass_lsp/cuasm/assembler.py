@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from sass_lsp.cuasm.ctrl import CTRL_MASK, encode_ctrl
 from sass_lsp.cuasm.encoding import EncodeFn, context_rules, default_encoder
 from sass_lsp.cuasm.exprs import Context, ExprError, evaluate
-from sass_lsp.cuasm.parser import parse_cuasm
+from sass_lsp.cuasm.parser import clip, parse_cuasm
 from sass_lsp.cuasm.verified import VERIFIED, VerifiedWords
 from sass_lsp.elf.arch import OSABI_CUDA_V7, sm_from_flags
 from sass_lsp.elf.layout import relayout
@@ -193,7 +193,7 @@ class _Assembler:
                         self.error(
                             item.line,
                             item.col,
-                            f"label '{item.name}' defined twice",
+                            f"label '{clip(item.name)}' defined twice",
                             "rename one of the labels",
                         )
                     self.labels[item.name] = (idx, offset)
@@ -205,7 +205,7 @@ class _Assembler:
                         self.error(
                             item.line,
                             item.args_col,
-                            f"bad argument for {item.name}: '{item.args}'",
+                            f"bad argument for {clip(item.name)}: '{clip(item.args)}'",
                             "use a decimal or 0x hexadecimal count",
                         )
                         continue
@@ -213,7 +213,7 @@ class _Assembler:
                         self.error(
                             item.line,
                             item.col,
-                            f"unknown directive '{item.name}'",
+                            f"unknown directive '{clip(item.name)}'",
                             "supported: .byte .short .word .dword .zero .align .string and the "
                             "symbol/section directives",
                         )
@@ -364,7 +364,11 @@ class _Assembler:
     ) -> int:
         ctrl = self.ctrl_bits.get(ins.ctrl)
         if ctrl is None:
-            ctrl = self.ctrl_bits[ins.ctrl] = encode_ctrl(ins.ctrl)
+            try:
+                ctrl = encode_ctrl(ins.ctrl)
+            except ValueError:  # a bad field the parser reported (instruction_diagnostics runs after it)
+                ctrl = 0
+            self.ctrl_bits[ins.ctrl] = ctrl
         if ins.raw is not None:
             return ((ins.raw & ~CTRL_MASK) | ctrl) ^ ins.hidden
         if self.encode is None:
@@ -394,23 +398,43 @@ class _Assembler:
         hint = getattr(err, "hint", "") or "check the opcode, modifiers and operands"
         col = ins.text_col + int(getattr(err, "col", 0) or 0)
         message = getattr(err, "message", None) or str(err)
-        self.error(ins.line, col, f"cannot encode '{ins.text}': {message}", hint)
+        self.error(ins.line, col, f"cannot encode '{clip(ins.text)}': {clip(message, 200)}", hint)
 
     def text_reloc(self, ins: Instruction, pc: int, labels: Mapping[str, int], req: object) -> None:
         """Relocations the encoder asks for; targets inside this section need none."""
         kind, symbol = getattr(req, "kind", ""), getattr(req, "symbol", "")
         if not symbol or symbol in labels:
             return
+        if (
+            kind not in _TEXT_RELOCS and symbol not in self.sym_index
+        ):  # a branch to a name defined nowhere here
+            where = self.labels.get(symbol)
+            col = ins.text_col + max(0, ins.text.find(symbol))
+            if where is None:
+                self.error(
+                    ins.line,
+                    col,
+                    f"undefined label '{clip(symbol)}'",
+                    "define it as 'NAME:' in this kernel's section, or correct the name",
+                )
+            else:
+                self.error(
+                    ins.line,
+                    col,
+                    f"label '{clip(symbol)}' is in section {self.secs[where[0]].block.name}, not this one",
+                    "a branch targets a label of its own kernel",
+                )
+            return
         if kind not in _TEXT_RELOCS:
             self.error(
                 ins.line,
                 ins.text_col,
-                f"relocation '{kind}' against '{symbol}' is not supported",
+                f"relocation '{kind}' against '{clip(symbol)}' is not supported",
                 "only 32@lo(sym) and 32@hi(sym) are relocated in instructions for now",
             )
             return
         if symbol not in self.sym_index:
-            self.error(ins.line, ins.text_col, f"unknown symbol '{symbol}'", "use a name from .symtab")
+            self.error(ins.line, ins.text_col, f"unknown symbol '{clip(symbol)}'", "use a name from .symtab")
             return
         sec_idx = self.labels_section(labels)
         if sec_idx is None or self.reloc_section_for(sec_idx) is None:
@@ -665,6 +689,21 @@ def assemble_module(module: Module, *, encode: EncodeFn | None) -> tuple[Cubin |
     return (None if has_errors(asm.diags) else cubin), asm.diags
 
 
+def instruction_diagnostics(module: Module, *, encode: EncodeFn | None) -> list[Diagnostic]:
+    """What assembling ``module`` would report about its sections' contents (unknown instructions or
+    directives, undefined labels, bad data), without building a cubin or running nvdisasm: the check
+    command's view of what ``asm`` rejects. ``module`` holds no parse errors."""
+    asm = _Assembler(module, encode)
+    asm.layout()
+    if has_errors(asm.diags):
+        return asm.diags
+    asm.load_symbols()
+    for sec in asm.secs:
+        if sec.instrs:
+            asm.fill_data(sec)
+    return asm.diags
+
+
 def verify_instructions(
     module: Module, data: bytes, *, memo: VerifiedWords | None = None
 ) -> list[Diagnostic]:
@@ -703,8 +742,8 @@ def verify_instructions(
                     Diagnostic(
                         ins.line,
                         ins.text_col,
-                        f"assembled word disassembles as '{normalise_text(dis_ins.text)}', "
-                        f"source says '{normalise_text(ins.text)}'",
+                        f"assembled word disassembles as '{clip(normalise_text(dis_ins.text))}', "
+                        f"source says '{clip(normalise_text(ins.text))}'",
                         "the encoding does not match the text: check operands/modifiers or the hidden bits",
                     )
                 )
@@ -727,7 +766,7 @@ def _nvdisasm_failure(module: Module, message: str) -> Diagnostic:
                 return Diagnostic(
                     ins.line,
                     ins.text_col,
-                    f"nvdisasm rejects the word for '{ins.text}'{where}: {detail}",
+                    f"nvdisasm rejects the word for '{clip(ins.text)}'{where}: {clip(detail, 200)}",
                     "the encoding is invalid: check the instruction or its hidden bits",
                 )
     line = blocks[0].line if blocks else 1
@@ -771,6 +810,15 @@ def _assemble(text: str, source_name: str, encode: EncodeFn | None, verify: bool
     module, diags = parse_cuasm(text)
     if has_errors(diags):
         raise AssembleError(diags, source_name)
+    if not any(block.name.startswith(".text") and block.instructions for block in module.sections):
+        line = module.sections[0].line if module.sections else 1
+        no_kernel = Diagnostic(
+            line,
+            1,
+            "no kernel: no .text section with instructions, nothing to assemble",
+            "start from a complete .cuasm: `sass-lsp disasm K.cubin -o K.cuasm`",
+        )
+        raise AssembleError([no_kernel], source_name)
     cubin, more = assemble_module(module, encode=encode or default_encoder(module_arch(module)))
     diags += more
     if cubin is None or has_errors(diags):
@@ -788,6 +836,7 @@ __all__ = [
     "assemble_cuasm",
     "assemble_module",
     "directive_size",
+    "instruction_diagnostics",
     "module_arch",
     "verify_instructions",
 ]

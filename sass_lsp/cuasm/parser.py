@@ -38,12 +38,21 @@ _PLAIN_HEAD_RE = re.compile(
     r"[ \t]*\[(B(?:0|-)(?:1|-)(?:2|-)(?:3|-)(?:4|-)(?:5|-):R[0-5-]:W[0-5-]:[Y-]:S(?:0\d|1[0-5]))\]"
     r"[ \t]*(?:/\*[0-9a-fA-F]*\*/)?[ \t]*"
 )
-# ... and the text: no '/' or '"', no whitespace at either end (trailing spaces and tabs are dropped)
-_PLAIN_RE = re.compile(_PLAIN_HEAD_RE.pattern + r'([^/"\s](?:[^/"]*[^/"\s])?)[ \t]*$')
+# ... and the text: no '/' or '"', no ';' but at its end, no whitespace at either end (trailing spaces and
+# tabs are dropped)
+_PLAIN_RE = re.compile(_PLAIN_HEAD_RE.pattern + r'([^/";\s](?:[^/";]*[^/"\s])?)[ \t]*$')
 # _PLAIN_RE for the writer's lines, whose blanks are spaces: single-character repeats scan in the regex
 # engine's tight loops, where classes ([ \t], [^/"]) test each character. Where it matches and the text holds
 # no '"', _PLAIN_RE matches with the same groups; elsewhere _PLAIN_RE decides.
-_SPACED_RE = re.compile(_PLAIN_HEAD_RE.pattern.replace("[ \\t]", " ") + r'([^/"\s](?:[^/]*[^/"\s])?) *$')
+_SPACED_RE = re.compile(_PLAIN_HEAD_RE.pattern.replace("[ \\t]", " ") + r'([^/";\s](?:[^/;]*[^/"\s])?) *$')
+
+
+CLIP = 120  # characters of source text a message quotes: a bad 1 MB line is not echoed in full
+
+
+def clip(text: str, limit: int = CLIP) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis where it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"?|//.*|/\*.*?(?:\*/|$)')
@@ -165,7 +174,7 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
                     Diagnostic(
                         lineno,
                         col,
-                        f"label '{label.group(1)}' outside any section",
+                        f"label '{clip(label.group(1))}' outside any section",
                         "put labels after a .section line",
                     )
                 )
@@ -182,7 +191,7 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
                     Diagnostic(
                         lineno,
                         col,
-                        f"instruction without a control code: '{stripped}'",
+                        f"instruction without a control code: '{clip(stripped)}'",
                         "prefix it with a control field such as [B------:R-:W-:-:S01]",
                     )
                 )
@@ -191,7 +200,7 @@ def parse_cuasm(text: str) -> tuple[Module, list[Diagnostic]]:
                     Diagnostic(
                         lineno,
                         col,
-                        f"unrecognised line: '{stripped}'",
+                        f"unrecognised line: '{clip(stripped)}'",
                         "expected a directive, a label or an instruction line",
                     )
                 )
@@ -250,12 +259,23 @@ def _parse_instruction(
         if ctrl.count(":") == 5:
             hint = "the 6-field form with a leading reuse field is obsolete; drop the first field"
         diags.append(
-            Diagnostic(lineno, ctrl_col + err.col, f"bad control field '[{ctrl}]': {err.message}", hint)
+            Diagnostic(
+                lineno,
+                ctrl_col + err.col,
+                f"bad control field '[{clip(ctrl, 40)}]': {clip(err.message)}",
+                hint,
+            )
         )
-        return
+        # The instruction is still kept (a module with this error is not assembled): a checker that
+        # lost it would report the hazards its waits guard against (analysis.check reads it as unknown).
+        bad_ctrl = True
+    else:
+        bad_ctrl = False
     body = code[close + 1 :]
     text = body.strip()
     text_col = close + 2 + (len(body) - len(body.lstrip()))
+    if bad_ctrl and (section is None or not text):
+        return  # one error per line
     if section is None:
         diags.append(Diagnostic(lineno, col, "instruction outside any section", "put it in a .text section"))
         return
@@ -269,6 +289,19 @@ def _parse_instruction(
             )
         )
         return
+    semi = text.find(";")
+    if semi >= 0 and semi < len(text) - 1:
+        rest = text[semi + 1 :]
+        extra_col = text_col + semi + 1 + len(rest) - len(rest.lstrip())
+        diags.append(
+            Diagnostic(
+                lineno,
+                extra_col,
+                f"text after ';': '{clip(rest.strip(), 60)}'",
+                "an instruction ends at ';': remove the rest or make it a comment with //",
+            )
+        )
+        text = text[: semi + 1]  # the instruction is kept for the checker; the error stops assembly
     comment = raw[len(code) :]
     hidden = _HIDDEN_RE.search(comment) if comment else None
     raw_word = _RAW_RE.search(comment) if comment else None

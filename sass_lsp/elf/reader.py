@@ -38,16 +38,27 @@ def c_string(table: bytes, offset: int) -> str:
 
 
 def read_cubin(data: bytes) -> Cubin:
-    if len(data) < ELF_HEADER_SIZE or data[:4] != b"\x7fELF":
-        raise ElfError("not an ELF file")
+    """Raises :class:`ElfError` (saying what is wrong) on anything but a complete little-endian ELF64 file."""
+    if not data:
+        raise ElfError("empty file")
+    if data[:4] != b"\x7fELF":
+        raise ElfError("not an ELF file (no \\x7fELF magic)")
+    if len(data) < ELF_HEADER_SIZE:
+        raise ElfError(f"truncated: {len(data)} bytes, an ELF64 header alone is {ELF_HEADER_SIZE}")
     if data[4] != 2 or data[5] != 1:
         raise ElfError("only little-endian ELF64 cubins are supported")
     fields = _EHDR.unpack_from(data, 0)
     header = ElfHeader(*fields)
+    _check_table(data, "section header", header.shoff, header.shnum, header.shentsize, _SHDR.size)
+    _check_table(data, "program header", header.phoff, header.phnum, header.phentsize, _PHDR.size)
     sections: list[Section] = []
     for idx in range(header.shnum):
         off = header.shoff + idx * header.shentsize
         name_off, typ, flags, addr, offset, size, link, info, align, entsize = _SHDR.unpack_from(data, off)
+        if typ not in (SHT_NOBITS, SHT_NULL) and offset + size > len(data):
+            raise ElfError(
+                f"truncated: section {idx} ends at byte {offset + size}, the file has {len(data)} bytes"
+            )
         body = b"" if typ in (SHT_NOBITS, SHT_NULL) else data[offset : offset + size]
         sections.append(
             Section("", name_off, typ, flags, addr, offset, size, link, info, align, entsize, body)
@@ -63,6 +74,16 @@ def read_cubin(data: bytes) -> Cubin:
     cubin = Cubin(header, sections, segments, file_size=len(data))
     cubin.filler = _uncovered_nonzero(cubin, data)
     return cubin
+
+
+def _check_table(data: bytes, what: str, offset: int, count: int, entsize: int, size: int) -> None:
+    if not count:
+        return
+    if entsize < size:
+        raise ElfError(f"bad {what} entry size {entsize} (expected {size})")
+    end = offset + count * entsize
+    if end > len(data):
+        raise ElfError(f"truncated: the {what} table ends at byte {end}, the file has {len(data)} bytes")
 
 
 def _uncovered_nonzero(cubin: Cubin, data: bytes) -> list[tuple[int, bytes]]:

@@ -48,10 +48,11 @@ FILL_KINDS = ("normal", "uniform", "int", "zeros", "constant", "file")
 class SpecError(ValueError):
     """A launch spec is invalid; ``path`` names the offending field (``params[2].dtype``)."""
 
-    def __init__(self, path: str, message: str) -> None:
+    def __init__(self, path: str, message: str, hint: str = "") -> None:
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
         self.message = message
+        self.hint = hint  # what to write instead, where the message alone does not say
 
 
 @dataclass(frozen=True)
