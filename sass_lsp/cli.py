@@ -342,7 +342,9 @@ class HelpFormatter(argparse.HelpFormatter):
         text = action.help or ""
         if (
             "default" in text
-            or action.default in (None, False, argparse.SUPPRESS)
+            or action.default is None
+            or action.default is False
+            or action.default is argparse.SUPPRESS
             or action.required
             or not action.option_strings
         ):
@@ -479,7 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--listen", metavar="HOST:PORT", help="serve on this loopback TCP address (default: stdio)"
     )
     p.add_argument(
-        "--token-file", help="file holding the shared token TCP clients must send (required with --listen)"
+        "--token-file",
+        help="file holding the shared token TCP clients must send (default: none; required with --listen)",
     )
     p.add_argument(
         "--timeout",

@@ -373,9 +373,14 @@ def training_set(corpus: Path, generated: Path, extra: list[Path]) -> list[tuple
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """Reproduce the bundled checkpoint: PPO on the training set, model card beside the weights."""
+    """Reproduce the bundled checkpoint: PPO on the training set, model card beside the weights.
+
+    ``--time-limit`` counts from here (torch's import included): imitation gets at most half of what is
+    left when it starts, PPO stops so that saving and the evaluation end by the deadline."""
     import time
 
+    t0 = time.monotonic()
+    deadline = None if args.time_limit is None else t0 + args.time_limit
     from rich.progress import Progress
 
     from sass_lsp.policy.ppo import PPOConfig
@@ -384,7 +389,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     extra = compile_training_kernels(args.generated.parent.parent / "policy")
     kernels = training_set(args.corpus or corpus_dir(), args.generated, extra)
     print(f"training set: {len(kernels)} kernels; held out: {', '.join(TRITON_HELDOUT + CUDA_HELDOUT)}")
-    t0 = time.time()
     with Progress() as bar:
         task = bar.add_task("train", total=args.steps)
 
@@ -396,13 +400,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         net, warm = None, None
         if args.imitate_epochs:
-            net, warm = _imitate(kernels, args)
+            halfway = None if deadline is None else time.monotonic() + (deadline - time.monotonic()) / 2
+            net, warm = _imitate(kernels, args, halfway)
         ppo = PPOConfig(
             n_steps=args.n_steps,
             n_minibatches=args.minibatches,
             ent_coef=args.ent_coef,
             target_kl=args.target_kl,
-            time_limit_s=args.time_limit,
         )
 
         card = train(
@@ -417,8 +421,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             ppo_config=ppo,
             init_net=net,
             warm_start=warm,
+            deadline=deadline,
         )
-    took = time.time() - t0
+    took = time.monotonic() - t0
     print(f"wrote {card['checkpoint']} ({card['checkpoint_mb']} MB) and {card['model_card']} in {took:.0f} s")
     return 0
 
@@ -485,8 +490,9 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNet, dict)
-    """Warm start: imitate the one-step-lookahead teacher (see sass_lsp.policy.imitate)."""
+def _imitate(kernels: list, args: argparse.Namespace, deadline: float | None = None):  # noqa: ANN202
+    """Warm start: imitate the one-step-lookahead teacher (see sass_lsp.policy.imitate); (PolicyNet, summary).
+    ``deadline`` (``time.monotonic``): collection and fitting stop by then (no state collected: no net)."""
     import time
 
     import torch
@@ -495,8 +501,10 @@ def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNe
     from sass_lsp.policy.model import PolicyNet
 
     t0 = time.time()
-    samples = collect(kernels, workers=args.envs, seed=args.seed)
+    samples = collect(kernels, workers=args.envs, seed=args.seed, deadline=deadline)
     t_collect = time.time() - t0
+    if not samples:  # the time limit left no time for the teacher: PPO starts from scratch
+        return None, {"states": 0, "collect_s": round(t_collect, 1), "epochs": []}
     torch.manual_seed(args.seed)
     net = PolicyNet()
     history = fit(
@@ -506,6 +514,7 @@ def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNe
         device=args.device,
         seed=args.seed,
         log=lambda row: print(json.dumps({"imitate": row}), flush=True),
+        deadline=deadline,
     )
     warm = {
         **summary(samples),
