@@ -570,7 +570,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "policy-guided search, verified and timed on the GPU",
         "Search for a faster schedule of each kernel: candidates from the reorder policy are checked bit for "
         "bit against the original on the GPU, then timed; the one surest faster is confirmed on fresh inputs "
-        "and written to K.optimized.cuasm and .cubin only if its confirmed speedup is at least --min-gain. "
+        "and written to K.optimized.cuasm and .cubin only if the lower bound of its confirmed speedup is at "
+        "least --min-gain. "
         "K.optimized.report.json (every trial, rewritten as the run goes), K.optimized.measurements.jsonl "
         "and K.optimized.svg are always written, also when the run is interrupted. Needs an NVIDIA GPU and "
         "driver and `pip install 'sass-lsp[gpu]'`; without them it stops at once.",
@@ -627,7 +628,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "train",
         "train the reorder policy with PPO (reproduces policy_models/reorder-v2)",
         "Train the reorder policy on the static cost model: a warm start that imitates a one-step lookahead "
-        "teacher, then PPO; evaluate it on held-out kernels and write the checkpoint and its model card. "
+        "teacher, then PPO; write the checkpoint and a model card with each training kernel's predicted "
+        "speedup under the policy (the held-out kernels are named there, never trained on). "
         "Needs nvcc for the CUDA C training kernels.",
     )
     p.add_argument("--steps", type=int, default=200_000, help="PPO environment steps in total")
