@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -17,13 +18,24 @@ EXAMPLES = Path(__file__).parent / "examples"
 DEMO_CUBIN = EXAMPLES / "triton_add.cubin"
 
 
-class CliError(Exception):
-    """A user-facing failure, exit status 2: ``message`` is printed as is (``file[:line:col]: error: …``),
-    then ``hint`` on a ``  hint:`` line when given."""
+EXIT_MISSING = 3  # a tool or device the command needs (ncu, a GPU) is not there
+EXIT_INTERNAL = 4  # a bug in sass-lsp: one line and a hint instead of a traceback
 
-    def __init__(self, message: str, hint: str = "") -> None:
+PROFILE_EPILOG = """exit status:
+  0  the profile was written
+  1  ncu ran but gave no profile (its output is printed)
+  2  an input cannot be read or is invalid
+  3  ncu (Nsight Compute) is not installed or not on PATH"""
+
+
+class CliError(Exception):
+    """A user-facing failure: ``message`` is printed as is (``file[:line:col]: error: …``), then ``hint`` on a
+    ``  hint:`` line when given; exit status ``code`` (2: bad input)."""
+
+    def __init__(self, message: str, hint: str = "", code: int = 2) -> None:
         super().__init__(message)
         self.hint = hint
+        self.code = code
 
     def __str__(self) -> str:
         text = clip_lines(super().__str__())
@@ -33,11 +45,11 @@ class CliError(Exception):
 # Exit codes, shown in each command's help (the epilogs below).
 EXIT_CODES = (
     "exit codes: 0 done; 2 unreadable or invalid input, or an output it refuses to write (nothing is "
-    "written then); 3 an internal error (a bug: please report it)"
+    "written then); 4 an internal error (a bug: please report it)"
 )
 CHECK_EXIT_CODES = (
     "exit codes: 0 no errors (warnings allowed); 1 errors found; 2 a file unreadable or unparsable "
-    "(an unknown instruction, a bad line) or an arch without tables; 3 an internal error (a bug)"
+    "(an unknown instruction, a bad line) or an arch without tables; 4 an internal error (a bug)"
 )
 DEBUG_ENV = "SASS_LSP_DEBUG"  # set: an internal error shows its traceback
 
@@ -358,9 +370,20 @@ def cmd_profile(args: argparse.Namespace) -> int:
     import dataclasses
     import json
 
-    from sass_lsp.gpu.profile import profile
+    from sass_lsp.gpu.profile import find_ncu, profile
 
-    result = profile(_load_cubin_or_cuasm(args.kernel), _load_launch_spec(args.launch))
+    cubin, spec = _load_cubin_or_cuasm(args.kernel), _load_launch_spec(args.launch)
+    ncu = find_ncu()
+    if ncu is None:
+        raise CliError(
+            "profile: error: ncu (Nsight Compute) not found: nothing profiled, nothing written\n"
+            "  hint: install Nsight Compute (part of the CUDA Toolkit, or "
+            "https://developer.nvidia.com/nsight-compute) and put its `ncu` on PATH",
+            EXIT_MISSING,
+        )
+    result = profile(cubin, spec, ncu=ncu)
+    if not result.ok:
+        raise CliError(f"profile: error: {result.message}\n  nothing written", 1)
     output = args.output or args.kernel.with_suffix(".profile.json")
     write_atomic(output, json.dumps(dataclasses.asdict(result), indent=1))
     print(f"wrote {output}", file=sys.stderr)
@@ -410,9 +433,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sass_lsp.server import main as serve_main
+    from sass_lsp.server import run
 
-    return serve_main(args.server_args)
+    return run(args)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -423,80 +446,229 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sass-lsp", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"sass-lsp {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+class HelpFormatter(argparse.HelpFormatter):
+    """Each option's default after its help (unless the help already says what it is, or there is none: a
+    flag, a required option); descriptions and epilogs keep their line breaks, each line wrapped alone."""
 
-    p = sub.add_parser("serve", help="the language server (stdio; --tcp HOST:PORT for loopback TCP)")
-    p.add_argument("server_args", nargs=argparse.REMAINDER, help="--tcp HOST:PORT, --log-file F, --log-level")
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out = []
+        for line in text.splitlines():
+            lead = indent + line[: len(line) - len(line.lstrip())]
+            out.append(
+                textwrap.fill(
+                    line.strip(),
+                    width,
+                    initial_indent=lead,
+                    subsequent_indent=lead + "   " * (lead != indent),
+                )
+            )
+        return "\n".join(out)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.default is None
+            or action.default is False
+            or action.default is argparse.SUPPRESS
+            or action.required
+            or not action.option_strings
+        ):
+            return text
+        return text + " (default: %(default)s)"
+
+
+def _command(  # noqa: ANN202
+    sub: argparse._SubParsersAction, name: str, summary: str, description: str, epilog: str | None = None
+):
+    """A sub-command: ``summary`` in ``sass-lsp --help``, ``description`` (what it does) in its own help."""
+    return sub.add_parser(
+        name, help=summary, description=description, epilog=epilog, formatter_class=HelpFormatter
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sass-lsp",
+        description="A language server, checker and assembler for NVIDIA SASS (.cuasm files), with GPU "
+        "verification and timing of schedule edits. `sass-lsp COMMAND --help` describes a command.",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"sass-lsp {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    from sass_lsp.server import add_arguments as add_server_arguments
+
+    p = _command(
+        sub,
+        "serve",
+        "the language server (stdio, or loopback TCP)",
+        "Run the SASS (.cuasm) language server: over stdin/stdout, as editors start it, or on a loopback "
+        "TCP port (--tcp) for a client that connects to it.",
+    )
+    add_server_arguments(p)
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser(
-        "check", help="hazard check: file:line:col: severity: CODE message", epilog=CHECK_EXIT_CODES
+    p = _command(
+        sub,
+        "check",
+        "hazard check: file:line:col: severity: CODE message",
+        "Check the control codes of .cuasm files for hazards (missing waits, short stalls, barrier misuse) "
+        "and print one line per finding.",
+        epilog=CHECK_EXIT_CODES,
     )
-    p.add_argument("files", type=Path, nargs="+")
-    p.add_argument("--arch", help="override the arch read from the file (e.g. sm_90)")
-    p.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    p.add_argument("files", type=Path, nargs="+", help=".cuasm files to check")
+    p.add_argument("--arch", help="target architecture, e.g. sm_90 (default: the one the file declares)")
+    p.add_argument(
+        "--format",
+        choices=["text", "json", "sarif"],
+        default="text",
+        help="text: one line per finding; json: a list of findings; sarif: SARIF 2.1 for code-scanning tools",
+    )
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("disasm", help="cubin -> .cuasm (CuAssembler format)", epilog=EXIT_CODES)
-    p.add_argument("cubin", type=Path)
-    p.add_argument("-o", "--output", type=Path, help="output .cuasm (default: stdout)")
+    p = _command(
+        sub,
+        "disasm",
+        "cubin -> .cuasm (CuAssembler format)",
+        "Disassemble a cubin into .cuasm text (the CuAssembler format) that `sass-lsp asm` assembles back.",
+        epilog=EXIT_CODES,
+    )
+    p.add_argument("cubin", type=Path, help="the cubin (ELF) to disassemble")
+    p.add_argument("-o", "--output", type=Path, help="output .cuasm; - for stdout (default: stdout)")
     p.set_defaults(func=cmd_disasm)
 
-    p = sub.add_parser(
-        "asm", help=".cuasm -> cubin, verified instruction by instruction with nvdisasm", epilog=EXIT_CODES
+    p = _command(
+        sub,
+        "asm",
+        ".cuasm -> cubin, verified instruction by instruction with nvdisasm",
+        "Assemble a .cuasm file into a cubin. Each instruction's encoding is checked with nvdisasm unless "
+        "--no-verify is given.",
+        epilog=EXIT_CODES,
     )
-    p.add_argument("cuasm", type=Path)
-    p.add_argument("-o", "--output", type=Path, help="output cubin (default: input with .cubin suffix)")
-    p.add_argument("--no-verify", action="store_true", help="skip the nvdisasm verification pass")
+    p.add_argument("cuasm", type=Path, help="the .cuasm file to assemble")
+    p.add_argument("-o", "--output", type=Path, help="output cubin (default: the input with a .cubin suffix)")
+    p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip the nvdisasm check of each encoding (faster; use when nvdisasm is not installed)",
+    )
     p.set_defaults(func=cmd_asm)
 
-    p = sub.add_parser("bench", help="verify an edit against the original on the GPU and time both")
+    p = _command(
+        sub,
+        "bench",
+        "verify an edit against the original on the GPU and time both",
+        "Run the original and the edited kernel on fresh inputs, compare every output bit for bit, then time "
+        "both interleaved and print the speedup with a 95% confidence interval. Exit 0 only when the outputs "
+        "match. Needs an NVIDIA GPU and driver, and `pip install 'sass-lsp[gpu]'`.",
+    )
     p.add_argument("orig", type=Path, help="original .cubin or .cuasm")
     p.add_argument("edit", type=Path, help="edited .cubin or .cuasm")
-    p.add_argument("--launch", type=Path, required=True, help="K.launch.toml")
-    p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--rounds", type=int, default=40)
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--launch", type=Path, required=True, help="launch spec K.launch.toml (grid, block, buffers)"
+    )
+    p.add_argument(
+        "--seeds", type=int, default=5, help="fresh input sets the outputs are compared on; more catch more"
+    )
+    p.add_argument(
+        "--rounds", type=int, default=40, help="timing rounds; more narrow the confidence interval"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser(
-        "spec-from-json", help="corpus NAME.json (+ NAME.cubin) -> NAME.launch.toml", epilog=EXIT_CODES
+    p = _command(
+        sub,
+        "spec-from-json",
+        "corpus NAME.json (+ NAME.cubin) -> NAME.launch.toml",
+        "Write a launch spec (K.launch.toml, what bench, profile and optimize read) from a captured launch "
+        "description NAME.json and its cubin.",
+        epilog=EXIT_CODES,
     )
-    p.add_argument("json_file", type=Path)
-    p.add_argument("--cubin", type=Path, help="default: the .cubin beside the JSON")
-    p.add_argument("-o", "--output", type=Path, help="default: stdout")
+    p.add_argument("json_file", type=Path, help="the launch description NAME.json")
+    p.add_argument("--cubin", type=Path, help="the kernel's cubin (default: NAME.cubin beside the JSON)")
+    p.add_argument("-o", "--output", type=Path, help="output launch spec (default: stdout)")
     p.set_defaults(func=cmd_spec_from_json)
 
-    p = sub.add_parser("capture", help="run a Python program and record every Triton kernel it launches")
+    p = _command(
+        sub,
+        "capture",
+        "run a Python program and record every Triton kernel it launches",
+        "Run a Python program and write, for every Triton kernel it launches, the cubin, its .cuasm and a "
+        "launch spec, so that bench, profile and optimize can run the kernel alone.",
+    )
     p.add_argument("--out", default=".", help="output folder (created if missing)")
     p.add_argument("--snapshot", action="store_true", help="also save each buffer's inputs (NAME.inputs.npz)")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- python prog.py ARGS...")
+    p.add_argument(
+        "command", nargs=argparse.REMAINDER, help="the program to run, after --: -- python prog.py ARGS..."
+    )
     p.set_defaults(func=cmd_capture)
 
-    p = sub.add_parser("worker", help="GPU worker: JSON lines on stdio, or TCP on loopback with a token")
-    p.add_argument("--listen", metavar="HOST:PORT")
-    p.add_argument("--token-file")
-    p.add_argument("--timeout", type=float, default=120.0)
+    p = _command(
+        sub,
+        "worker",
+        "GPU worker: JSON lines on stdio, or TCP on loopback with a token",
+        "Run the GPU worker that bench, optimize and the editor send kernels to: JSON lines on stdin/stdout, "
+        "or a loopback TCP port (--listen) that accepts only clients presenting the token in --token-file.",
+    )
+    p.add_argument(
+        "--listen", metavar="HOST:PORT", help="serve on this loopback TCP address (default: stdio)"
+    )
+    p.add_argument(
+        "--token-file",
+        help="file holding the shared token TCP clients must send (default: none; required with --listen)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="with --listen: seconds a request may run before the worker is restarted (a hung kernel); on "
+        "stdio the parent process keeps the watchdog",
+    )
     p.set_defaults(func=cmd_worker)
 
-    p = sub.add_parser("profile", help="per-instruction stall sampling with Nsight Compute (ncu)")
+    p = _command(
+        sub,
+        "profile",
+        "per-instruction stall sampling with Nsight Compute (ncu)",
+        "Profile one launch of the kernel with Nsight Compute and write the warp-stall samples and executed "
+        "counts of each SASS instruction to K.profile.json, which the editor shows on hover. Needs `ncu` "
+        "on PATH and an NVIDIA GPU.",
+    )
+    p.epilog = PROFILE_EPILOG
     p.add_argument("kernel", type=Path, help=".cubin or .cuasm")
-    p.add_argument("--launch", type=Path, required=True)
-    p.add_argument("-o", "--output", type=Path, help="default: beside the kernel, .profile.json")
+    p.add_argument("--launch", type=Path, required=True, help="launch spec K.launch.toml")
+    p.add_argument(
+        "-o", "--output", type=Path, help="output JSON (default: K.profile.json beside the kernel)"
+    )
     p.set_defaults(func=cmd_profile)
 
-    p = sub.add_parser("calibrate", help="measure minimum safe stalls per producer class on the GPU")
-    p.add_argument("--arch", default="sm_90")
-    p.add_argument("--seeds", type=int, default=3)
+    p = _command(
+        sub,
+        "calibrate",
+        "measure minimum safe stalls per producer class on the GPU",
+        "Measure, with microbenchmarks on the attached GPU, the smallest stall each class of producer "
+        "instruction needs, and merge the figures into the architecture's semantics table (used by check). "
+        "Without a GPU it says so and exits 0.",
+    )
+    p.add_argument("--arch", default="sm_90", help="architecture to calibrate")
+    p.add_argument(
+        "--seeds", type=int, default=3, help="input sets each microbenchmark is verified on; more are surer"
+    )
     p.add_argument("--out", type=Path, default=Path("."), help="directory for the raw measurements")
-    p.add_argument("--table", type=Path, help="semantics table to merge into (default: the package's)")
+    p.add_argument(
+        "--table", type=Path, help="semantics table to merge into (default: the package's, for --arch)"
+    )
     p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("demo", help="round-trip the bundled sm_90 example")
-    p.add_argument("--out", help="directory for the demo's files (default: a new temp dir)")
+    p = _command(
+        sub,
+        "demo",
+        "round-trip the bundled sm_90 example",
+        "Disassemble the bundled sm_90 example, assemble it back byte for byte, check it, show the reorder "
+        "policy's suggestions and, where a GPU is present, time the first one.",
+    )
+    p.add_argument("--out", help="directory for the demo's files (default: a new temporary directory)")
     p.set_defaults(func=cmd_demo)
 
     from sass_lsp import cli_policy  # suggest, optimize, train: the reorder policy's commands
@@ -512,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except CliError as exc:
         print(exc, file=sys.stderr)
-        return 2
+        return exc.code
     except BrokenPipeError:
         return 1
     except Exception as exc:  # a bug: one line and a hint, not a traceback, unless asked for
@@ -526,8 +698,10 @@ def main(argv: list[str] | None = None) -> int:
             f"  hint: this is a bug in sass-lsp; {DEBUG_ENV}=1 shows the traceback for a report",
             file=sys.stderr,
         )
-        return 3
+        return EXIT_INTERNAL
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the package's module, not this copy: its CliError is the one commands raise
+    from sass_lsp.cli import main as package_main
+
+    sys.exit(package_main())

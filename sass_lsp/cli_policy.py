@@ -17,10 +17,8 @@ from pathlib import Path
 from sass_lsp.cli import CliError
 from sass_lsp.gpu.corpus import corpus_dir
 from sass_lsp.policy.checkpoint import (
-    BUNDLED,
     POLICY_ENV,
     POLICY_HINT,
-    bundled_policy,
     default_policy_path,
     missing_policy_modules,
 )
@@ -133,6 +131,7 @@ class OptimizeJob:
     seed: int
     search: str = "policy_surrogate"  # policy.candidates.SEARCHES, DEFAULT_SEARCH
     uniform_share: float | None = None  # policy_surrogate's share of uniform draws; None: its default
+    min_gain: float | None = None  # least confirmed lower CI bound to write; None: optimize's default
 
 
 def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
@@ -149,6 +148,13 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
     from sass_lsp.gpu.optimize import output_path
     from sass_lsp.policy.candidates import resolve_uniform_share
 
+    if not args.min_gain >= 1.0:
+        raise CliError(
+            f"--min-gain {args.min_gain:g}: below 1 would write slower schedules\n"
+            "  hint: a speedup ratio of at least 1, e.g. 1.005 for half a percent"
+        )
+    if not args.budget > 0:
+        raise CliError(f"--budget {args.budget:g}: must be positive\n  hint: seconds per kernel, e.g. 300")
     try:  # here, before any kernel runs, not in each job
         share = resolve_uniform_share(args.search, args.uniform_share)
     except ValueError as exc:
@@ -167,6 +173,7 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
             args.seed,
             args.search,
             share,
+            args.min_gain,
         )
         for cuasm, launch in zip(args.cuasm, launches, strict=True)
     ]
@@ -180,50 +187,83 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
 
 
 def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (search.Trial -> None)
-    """Policy candidates for one kernel, screened and confirmed on the GPU; the outputs written. A summary."""
+    """Policy candidates for one kernel, screened and confirmed on the GPU; the outputs written. A summary.
+
+    ``job.budget`` bounds the GPU seconds of screening and the wall time from here. Without a GPU it stops
+    (CliError, exit 3) before loading the policy. The report is rewritten as trials come in, and written
+    with what was measured when the run is interrupted (``summary["interrupted"]``)."""
+    import time
+
+    from sass_lsp.cli import EXIT_MISSING
     from sass_lsp.cuasm import AssembleError, assemble_cuasm
+    from sass_lsp.files import write_atomic
     from sass_lsp.gpu import GpuRunner, SpecError, load_spec
     from sass_lsp.gpu.measure import GpuMeasure
-    from sass_lsp.gpu.optimize import optimize, output_path, report_dict, write_outputs
-    from sass_lsp.policy.candidates import policy_search, resolve_uniform_share
+    from sass_lsp.gpu.optimize import (
+        DEFAULT_MIN_GAIN,
+        optimize,
+        output_path,
+        report_dict,
+        summary_message,
+        write_outputs,
+    )
 
+    deadline = time.monotonic() + job.budget
     text, arch = _text_and_arch(job.cuasm)
     try:
         spec = load_spec(job.launch)
     except (SpecError, OSError) as exc:
         raise CliError(f"{job.launch}: {exc}") from exc
-    try:
-        original = assemble_cuasm(text, source_name=str(job.cuasm))
-    except AssembleError as exc:
-        raise CliError(str(exc)) from exc
-    net = load_net(job.policy)
-    share = resolve_uniform_share(job.search, job.uniform_share)
-    search = policy_search(
-        job.search, text, arch, net=net, kernel=spec.kernel, seed=job.seed, uniform_share=share
-    )
     with GpuRunner(timeout_s=120) as runner:
-        hello = runner.hello()
+        hello = runner.hello()  # first: with no GPU, nothing else is worth doing
         if not hello.ok:
-            raise CliError(hello.reason)
+            raise CliError(f"{job.cuasm}: {hello.reason}: nothing searched, nothing written", EXIT_MISSING)
+        try:
+            original = assemble_cuasm(text, source_name=str(job.cuasm))
+        except AssembleError as exc:
+            raise CliError(str(exc)) from exc
+        from sass_lsp.policy.candidates import policy_search, resolve_uniform_share
+
+        net = load_net(job.policy)
+        share = resolve_uniform_share(job.search, job.uniform_share)
+        search = policy_search(
+            job.search, text, arch, net=net, kernel=spec.kernel, seed=job.seed, uniform_share=share
+        )
+        report_path = output_path(job.out_stem, ".report.json")
+
+        def report_of(result) -> dict:  # noqa: ANN001 (OptimizeResult)
+            report = report_dict(result, kernel=spec.label, budget_s=job.budget)
+            report["search"] = {"name": job.search, "uniform_share": share}
+            return report
+
+        def write_report(result) -> None:  # noqa: ANN001 (OptimizeResult)
+            write_atomic(report_path, json.dumps(report_of(result), indent=2, default=str))
+
         log_path = output_path(job.out_stem, ".measurements.jsonl")
         measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path, original_text=text)
-        result = optimize(search, measure, job.budget, on_trial=on_trial)
-    report = report_dict(result, kernel=spec.label, budget_s=job.budget)
-    report["search"] = {"name": job.search, "uniform_share": share}
+        min_gain = DEFAULT_MIN_GAIN if job.min_gain is None else job.min_gain
+        result = optimize(
+            search,
+            measure,
+            job.budget,
+            on_trial=on_trial,
+            min_gain=min_gain,
+            deadline=deadline,
+            on_update=write_report,
+        )
+    report = report_of(result)
     paths = write_outputs(result, job.out_stem, report)
-    conf = result.confirmation
-    if result.verified and conf is not None:
-        message = f"verified: {conf.message}"
-    elif conf is not None:
-        message = f"best screened candidate not confirmed: {conf.message}; the original stays best"
-    else:
-        message = "no candidate was faster than the original in screening; the original stays best"
+    if log_path.exists():
+        paths.append(log_path)
     return {
         "kernel": spec.label,
         "cuasm": str(job.cuasm),
         "verified": result.verified,
-        "message": message,
+        "interrupted": result.stopped == "interrupted",
+        "stopped": result.stopped,
+        "message": summary_message(result),
         "gpu_seconds": report["gpu_seconds"],
+        "wall_seconds": report["wall_seconds"],
         "n_candidates": report["n_candidates"],
         "paths": [str(p) for p in paths],
         "gpu": hello.result.get("device", {}).get("gpu"),
@@ -232,14 +272,49 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     }
 
 
+def _require_local_gpu() -> None:
+    """Before starting Ray here: stop at once when this machine has no GPU to measure on."""
+    from sass_lsp.cli import EXIT_MISSING
+    from sass_lsp.gpu import GpuRunner
+
+    with GpuRunner(timeout_s=120) as runner:
+        hello = runner.hello()
+    if not hello.ok:
+        raise CliError(f"optimize: {hello.reason}: nothing searched, nothing written", EXIT_MISSING)
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Policy-guided search verified and timed on the GPU; writes the best verified schedule, report, plot.
 
     One kernel runs here with a progress bar per GPU second; several fan out over the GPUs with Ray.
+    Exit 130 when interrupted (the report and measurement log then hold the trials measured).
     """
+    jobs = _optimize_jobs(args)
+    try:
+        summaries = _run_optimize(args, jobs)
+    except KeyboardInterrupt:
+        print("optimize: interrupted", file=sys.stderr)
+        return 130
+    failed = 0
+    for job, summary in zip(jobs, summaries, strict=True):
+        if "error" in summary:
+            failed += 1
+            print(f"{job.cuasm}: error: {summary['error']}", file=sys.stderr)
+            continue
+        if len(jobs) > 1:
+            print(f"{job.cuasm} (GPU {summary['cuda_visible_devices'] or '-'}): {summary['message']}")
+        else:
+            print(summary["message"])
+        for p in summary["paths"]:
+            print(f"wrote {p}")
+    if any(s.get("interrupted") for s in summaries):
+        return 130
+    return 1 if failed else 0
+
+
+def _run_optimize(args: argparse.Namespace, jobs: list[OptimizeJob]) -> list[dict]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    jobs = _optimize_jobs(args)
     columns = (TextColumn("{task.description}"), BarColumn())
     if len(jobs) == 1 and not args.ray:
         with Progress(
@@ -256,33 +331,19 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                 done = f"{n_done} candidates, best screened {best:.3f}x"
                 bar.update(task, completed=min(trial.spent, args.budget), description=done)
 
-            summaries = [optimize_one(jobs[0], on_trial)]
-    else:
-        from sass_lsp.gpu.fanout import FanOutError, fan_out
+            return [optimize_one(jobs[0], on_trial)]
+    from sass_lsp.gpu.fanout import FanOutError, fan_out
 
-        with Progress(
-            *columns, TextColumn("{task.completed}/{task.total} kernels"), TimeElapsedColumn()
-        ) as bar:
-            task = bar.add_task("optimize (Ray, one kernel per GPU)", total=len(jobs))
-            try:
-                summaries = fan_out(
-                    optimize_one, jobs, address=args.ray_address, on_done=lambda i, r: bar.advance(task)
-                )
-            except FanOutError as exc:
-                raise CliError(str(exc)) from exc
-    failed = 0
-    for job, summary in zip(jobs, summaries, strict=True):
-        if "error" in summary:
-            failed += 1
-            print(f"{job.cuasm}: error: {summary['error']}", file=sys.stderr)
-            continue
-        if len(jobs) > 1:
-            print(f"{job.cuasm} (GPU {summary['cuda_visible_devices'] or '-'}): {summary['message']}")
-        else:
-            print(summary["message"])
-        for p in summary["paths"]:
-            print(f"wrote {p}")
-    return 1 if failed else 0
+    if not (args.ray_address or os.environ.get("RAY_ADDRESS")):
+        _require_local_gpu()  # a Ray cluster started here would find none either
+    with Progress(*columns, TextColumn("{task.completed}/{task.total} kernels"), TimeElapsedColumn()) as bar:
+        task = bar.add_task("optimize (Ray, one kernel per GPU)", total=len(jobs))
+        try:
+            return fan_out(
+                optimize_one, jobs, address=args.ray_address, on_done=lambda i, r: bar.advance(task)
+            )
+        except FanOutError as exc:
+            raise CliError(str(exc)) from exc
 
 
 # The Triton kernels of the shared sm_90 corpus the policy trains on; the other four are held out for the GPU
@@ -341,9 +402,14 @@ def training_set(corpus: Path, generated: Path, extra: list[Path]) -> list[tuple
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """Reproduce the bundled checkpoint: PPO on the training set, model card beside the weights."""
+    """Reproduce the bundled checkpoint: PPO on the training set, model card beside the weights.
+
+    ``--time-limit`` counts from here (torch's import included): imitation gets at most half of what is
+    left when it starts, PPO stops so that saving and the evaluation end by the deadline."""
     import time
 
+    t0 = time.monotonic()
+    deadline = None if args.time_limit is None else t0 + args.time_limit
     from rich.progress import Progress
 
     from sass_lsp.policy.ppo import PPOConfig
@@ -352,7 +418,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     extra = compile_training_kernels(args.generated.parent.parent / "policy")
     kernels = training_set(args.corpus or corpus_dir(), args.generated, extra)
     print(f"training set: {len(kernels)} kernels; held out: {', '.join(TRITON_HELDOUT + CUDA_HELDOUT)}")
-    t0 = time.time()
     with Progress() as bar:
         task = bar.add_task("train", total=args.steps)
 
@@ -364,13 +429,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         net, warm = None, None
         if args.imitate_epochs:
-            net, warm = _imitate(kernels, args)
+            halfway = None if deadline is None else time.monotonic() + (deadline - time.monotonic()) / 2
+            net, warm = _imitate(kernels, args, halfway)
         ppo = PPOConfig(
             n_steps=args.n_steps,
             n_minibatches=args.minibatches,
             ent_coef=args.ent_coef,
             target_kl=args.target_kl,
-            time_limit_s=args.time_limit,
         )
 
         card = train(
@@ -385,8 +450,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             ppo_config=ppo,
             init_net=net,
             warm_start=warm,
+            deadline=deadline,
         )
-    took = time.time() - t0
+    took = time.monotonic() - t0
     print(f"wrote {card['checkpoint']} ({card['checkpoint_mb']} MB) and {card['model_card']} in {took:.0f} s")
     return 0
 
@@ -453,8 +519,9 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNet, dict)
-    """Warm start: imitate the one-step-lookahead teacher (see sass_lsp.policy.imitate)."""
+def _imitate(kernels: list, args: argparse.Namespace, deadline: float | None = None):  # noqa: ANN202
+    """Warm start: imitate the one-step-lookahead teacher (see sass_lsp.policy.imitate); (PolicyNet, summary).
+    ``deadline`` (``time.monotonic``): collection and fitting stop by then (no state collected: no net)."""
     import time
 
     import torch
@@ -463,8 +530,10 @@ def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNe
     from sass_lsp.policy.model import PolicyNet
 
     t0 = time.time()
-    samples = collect(kernels, workers=args.envs, seed=args.seed)
+    samples = collect(kernels, workers=args.envs, seed=args.seed, deadline=deadline)
     t_collect = time.time() - t0
+    if not samples:  # the time limit left no time for the teacher: PPO starts from scratch
+        return None, {"states": 0, "collect_s": round(t_collect, 1), "epochs": []}
     torch.manual_seed(args.seed)
     net = PolicyNet()
     history = fit(
@@ -474,6 +543,7 @@ def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNe
         device=args.device,
         seed=args.seed,
         log=lambda row: print(json.dumps({"imitate": row}), flush=True),
+        deadline=deadline,
     )
     warm = {
         **summary(samples),
@@ -485,92 +555,189 @@ def _imitate(kernels: list, args: argparse.Namespace):  # noqa: ANN202 (PolicyNe
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "suggest", help="reorder suggestions from the trained policy (text edits + predicted gain)"
+    from sass_lsp.cli import HelpFormatter
+    from sass_lsp.gpu.optimize import DEFAULT_MIN_GAIN
+
+    root = Path(__file__).resolve().parents[1]
+
+    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=description, formatter_class=HelpFormatter)
+
+    p = command(
+        "suggest",
+        "reorder suggestions from the trained policy (text edits + predicted gain)",
+        "Reorderings of a kernel's instructions that the reorder policy finds and the static cost model "
+        "predicts to be faster, best first, each hazard-free and given as text edits. Predicted, not "
+        "measured: time one with `sass-lsp bench` (or let `sass-lsp optimize` measure many) before "
+        "keeping it.",
     )
-    p.add_argument("cuasm", type=Path)
-    p.add_argument("--top", type=int, default=3)
-    p.add_argument("--kernel", help="kernel name (default: the largest)")
-    p.add_argument("--max-moves", type=int, default=8)
+    p.add_argument("cuasm", type=Path, help="the .cuasm file")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=3,
+        help="how many suggestions to print; the ranking does not depend on it (--top 1 is the first of "
+        "--top 3)",
+    )
+    p.add_argument("--kernel", help="kernel name (default: the largest in the file)")
+    p.add_argument(
+        "--max-moves", type=int, default=8, help="most instruction moves one suggestion may combine"
+    )
     p.add_argument(
         "--time-budget",
         type=float,
         help="seconds for the search, as an editor asks (default: the whole search, same answer each run)",
     )
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json"], default="text", help="output format")
     p.add_argument(
-        "--policy", type=Path, help=f"checkpoint (default: ${POLICY_ENV} or the bundled {BUNDLED})"
+        "--policy", type=Path, help=f"checkpoint directory (default: ${POLICY_ENV}, else the bundled one)"
     )
     p.set_defaults(func=_needs_policy(cmd_suggest))
 
-    p = sub.add_parser("optimize", help="policy-guided search, verified and timed on the GPU")
+    p = command(
+        "optimize",
+        "policy-guided search, verified and timed on the GPU",
+        "Search for a faster schedule of each kernel: candidates from the reorder policy are checked bit for "
+        "bit against the original on the GPU, then timed; the one surest faster is confirmed on fresh inputs "
+        "and written to K.optimized.cuasm and .cubin only if the lower bound of its confirmed speedup is at "
+        "least --min-gain. "
+        "K.optimized.report.json (every trial, rewritten as the run goes), K.optimized.measurements.jsonl "
+        "and K.optimized.svg are always written, also when the run is interrupted. Needs an NVIDIA GPU and "
+        "driver and `pip install 'sass-lsp[gpu]'`; without them it stops at once.",
+    )
+    p.epilog = OPTIMIZE_EPILOG
     p.add_argument("cuasm", type=Path, nargs="+", help="one or more K.cuasm (several fan out with Ray)")
     p.add_argument(
         "--launch",
         type=Path,
         action="append",
-        help="K.launch.toml, once per kernel (default: beside K.cuasm)",
+        help="K.launch.toml, once per kernel in order (default: the one beside each K.cuasm)",
     )
-    p.add_argument("--budget", type=float, default=300.0, help="GPU seconds for screening per kernel (300)")
-    p.add_argument("--out", type=Path, help="output stem, one kernel only (default: K.optimized.*)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=300.0,
+        help="seconds per kernel, both GPU seconds of screening and wall time from the kernel's start: "
+        "screening stops when either would run out, leaving time for the confirmation",
+    )
+    p.add_argument(
+        "--min-gain",
+        type=float,
+        default=DEFAULT_MIN_GAIN,
+        metavar="RATIO",
+        help="write the schedule only if the lower bound of its confirmed speedup's 95%% interval is at "
+        "least this (1.005: at least 0.5%% faster); 1.0 keeps any significant gain",
+    )
+    p.add_argument("--out", type=Path, help="output stem, one kernel only (default: K.optimized)")
     p.add_argument("--ray", action="store_true", help="run through Ray even for one kernel")
     p.add_argument("--ray-address", help="join this Ray cluster (default: $RAY_ADDRESS, else start one here)")
-    p.add_argument("--policy", type=Path)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--policy", type=Path, help=f"checkpoint directory (default: ${POLICY_ENV}, else the bundled one)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the search's random choices")
     p.add_argument(
         "--search",
         choices=("beam", "policy_annealing", "policy_surrogate"),
         default="policy_surrogate",
         help="beam: the policy expands the schedules measured surest faster; policy_annealing: annealing on "
-        "GPU time, each move drawn from the policy; policy_surrogate (default): that walk measuring the "
-        "move, of 16 drawn (by the policy, and a share uniformly: --uniform-share), that a model fitted to "
-        "the measurements so far predicts fastest",
+        "GPU time, each move drawn from the policy; policy_surrogate: that walk measuring the move, of 16 "
+        "drawn (by the policy, and a share uniformly: --uniform-share), that a model fitted to the "
+        "measurements so far predicts fastest",
     )
     p.add_argument(
         "--uniform-share",
         type=float,
         metavar="SHARE",
-        help="policy_surrogate only: draw this share of the 16 moves uniformly instead of from the policy "
-        "(default 0.5: over six kernels on the H200 1.0139 against 0's 1.0083, ahead on triton_matmul, "
-        "1.0430 and 1.0593 over two seeds against 1.0200, behind on rmsnorm_f32_4096, 1.0000 against 1.0041: "
-        "model card)",
+        help="policy_surrogate only: the share (0 to 1) of the 16 moves drawn uniformly instead of from the "
+        "policy; more explores moves the policy ranks low (default: 0.5)",
     )
     p.set_defaults(func=_needs_policy(cmd_optimize))
 
     root = Path(__file__).resolve().parents[1]
-    p = sub.add_parser("train", help="train the reorder policy with PPO (reproduces the bundled reorder-v2)")
-    p.add_argument("--steps", type=int, default=200_000)
-    p.add_argument("--envs", type=int, default=max(1, min(16, (os.cpu_count() or 2) - 1)))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu", help="torch device for the network updates (cpu, cuda)")
-    p.add_argument("--out", type=Path, default=bundled_policy())
-    p.add_argument(
-        "--time-limit", type=float, help="stop training after this many seconds (then evaluate, save)"
+    p = command(
+        "train",
+        "train the reorder policy with PPO (reproduces the bundled reorder-v2)",
+        "Train the reorder policy on the static cost model: a warm start that imitates a one-step lookahead "
+        "teacher, then PPO; write the checkpoint and a model card with each training kernel's predicted "
+        "speedup under the policy (the held-out kernels are named there, never trained on). "
+        "Needs nvcc for the CUDA C training kernels.",
     )
-    p.add_argument("--n-steps", type=int, default=64, help="rollout length per env and update")
-    p.add_argument("--minibatches", type=int, default=8)
-    p.add_argument("--ent-coef", type=float, default=0.01)
-    p.add_argument("--target-kl", type=float, default=0.03)
+    p.add_argument("--steps", type=int, default=200_000, help="PPO environment steps in total")
+    p.add_argument(
+        "--envs",
+        type=int,
+        default=max(1, min(16, (os.cpu_count() or 2) - 1)),
+        help="parallel environments (default: CPU cores - 1, from 1 to 16)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation and the environments")
+    p.add_argument("--device", default="cpu", help="torch device for the network updates (cpu, cuda)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("reorder-v2"),
+        help="checkpoint directory to write; --policy or $SASS_LSP_POLICY use it (default: reorder-v2 here)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        help="wall-clock seconds for the whole run, warm start and evaluation included: imitation and PPO "
+        "stop early so that the evaluation and saving fit (default: no limit)",
+    )
+    p.add_argument("--n-steps", type=int, default=64, help="rollout length per environment and update")
+    p.add_argument("--minibatches", type=int, default=8, help="minibatches per PPO epoch")
+    p.add_argument(
+        "--ent-coef", type=float, default=0.01, help="entropy bonus; higher keeps the policy exploring"
+    )
+    p.add_argument(
+        "--target-kl",
+        type=float,
+        default=0.03,
+        help="an update's epochs stop early once the policy moved this far (approximate KL)",
+    )
     p.add_argument(
         "--imitate-epochs", type=int, default=6, help="teacher warm-start epochs before PPO (0: none)"
     )
     p.add_argument(
         "--corpus", type=Path, help="directory of Triton kernels, NAME.cubin + NAME.json (default: bundled)"
     )
-    p.add_argument("--generated", type=Path, default=root / ".cache/corpus/sm_90")
+    p.add_argument(
+        "--generated",
+        type=Path,
+        default=root / ".cache/corpus/sm_90",
+        help="directory of the CUDA C training cubins that tools/build_corpus.py writes, all trained on "
+        "(default: .cache/corpus/sm_90 in the repository; an empty one leaves them out)",
+    )
     p.set_defaults(func=_needs_policy(cmd_train))
 
-    p = sub.add_parser("finetune", help="fine-tune the reorder policy on measured GPU time (REINFORCE)")
+    p = command(
+        "finetune",
+        "fine-tune the reorder policy on measured GPU time (REINFORCE)",
+        "Fine-tune a policy checkpoint on GPU time: episodes of the reorder game on the training kernels are "
+        "verified and timed on the GPU and the policy is updated with REINFORCE toward measured speedups. "
+        "Needs an NVIDIA GPU and driver and `pip install 'sass-lsp[gpu]'`.",
+    )
     p.add_argument("--policy", type=Path, help="checkpoint to start from (default: the bundled one)")
     p.add_argument("--out", type=Path, required=True, help="directory for the fine-tuned checkpoint")
-    p.add_argument("--budget", type=float, default=240.0, help="GPU seconds to spend (240)")
-    p.add_argument("--max-episodes", type=int)
-    p.add_argument("--episodes-per-update", type=int, default=8)
-    p.add_argument("--lr", type=float, default=3e-5)
+    p.add_argument("--budget", type=float, default=240.0, help="GPU seconds to spend")
+    p.add_argument(
+        "--max-episodes", type=int, help="stop after this many episodes (default: the budget decides)"
+    )
+    p.add_argument(
+        "--episodes-per-update", type=int, default=8, help="episodes per policy update; more are steadier"
+    )
+    p.add_argument("--lr", type=float, default=3e-5, help="learning rate")
     p.add_argument("--kernels", nargs="*", help=f"corpus kernels (default: {' '.join(TRITON_TRAIN)})")
     p.add_argument(
         "--corpus", type=Path, help="directory of Triton kernels, NAME.cubin + NAME.json (default: bundled)"
     )
     p.add_argument("--device", default="cpu", help="torch device for the updates (cpu, cuda)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes and updates")
     p.set_defaults(func=_needs_policy(cmd_finetune))
+
+
+OPTIMIZE_EPILOG = """exit status:
+  0  done (whether or not a faster schedule was found)
+  1  a kernel failed (its error is printed)
+  2  an input cannot be read or is invalid
+  3  no GPU: the reason is printed; nothing was searched
+  130  interrupted: the report and measurement log keep the trials measured"""

@@ -72,11 +72,16 @@ def ncu_commands(
     return profile_cmd, export_cmd
 
 
+def find_ncu() -> str | None:
+    """The ``ncu`` executable on PATH, or None."""
+    return shutil.which("ncu")
+
+
 def profile(
     cubin: bytes, spec: LaunchSpec, *, ncu: str | None = None, timeout_s: float = 600.0
 ) -> ProfileResult:
     """Profile one launch of ``cubin`` under ``spec``; failures come back as ``ok=False`` (ncu's text)."""
-    exe = ncu or shutil.which("ncu")
+    exe = ncu or find_ncu()
     if exe is None:
         return ProfileResult([], [], [], [], ok=False, message="ncu (Nsight Compute) is not on PATH")
     with tempfile.TemporaryDirectory(prefix="sass-lsp-ncu-") as tmp:

@@ -361,13 +361,18 @@ def serve_tcp(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m sass_lsp.gpu.worker", description=__doc__.splitlines()[0]
+    parser = argparse.ArgumentParser(  # `sass-lsp worker` forwards here; the usage names that command
+        prog="sass-lsp worker",
+        description="The GPU worker: owns one CUDA context and answers JSON-line requests on stdio, or on "
+        "a loopback TCP port for clients that present the shared token.",
     )
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve over TCP on a loopback address")
     parser.add_argument("--token-file", help="file holding the shared token (required with --listen)")
     parser.add_argument(
-        "--timeout", type=float, default=120.0, help="watchdog seconds per request (TCP mode; default 120)"
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds a request may run before the worker behind the TCP port is restarted (default: 120)",
     )
     parser.add_argument(
         "--inputs-dir",
@@ -378,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         "--max-request-mb",
         type=float,
         default=MAX_REQUEST_BYTES / (1 << 20),
-        help="TCP mode: largest request line in MiB; a larger one closes that connection (default 256)",
+        help="TCP mode: largest request line in MiB; a larger one closes that connection (default: 256)",
     )
     args = parser.parse_args(argv)
     if args.listen:

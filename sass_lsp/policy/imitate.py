@@ -82,12 +82,30 @@ def _states_job(args: tuple[KernelText, int]) -> list[Sample]:
         return []
 
 
-def collect(kernels: Sequence[KernelText], *, workers: int, seed: int = 0) -> list[Sample]:
+def collect(
+    kernels: Sequence[KernelText], *, workers: int, seed: int = 0, deadline: float | None = None
+) -> list[Sample]:
+    """The teacher's states of every kernel; given a ``deadline`` (``time.monotonic``), those of the kernels
+    finished by then (the pool's unfinished jobs are dropped)."""
     jobs = [(k, seed + i) for i, k in enumerate(kernels)]
+    out: list[Sample] = []
+    if deadline is not None and time.monotonic() >= deadline:
+        return out
     if workers <= 1:
-        return [s for job in jobs for s in _states_job(job)]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        return [s for part in pool.imap_unordered(_states_job, jobs) for s in part]
+        for job in jobs:
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            out += _states_job(job)
+        return out
+    with multiprocessing.get_context("fork").Pool(workers) as pool:  # leaving it terminates the workers
+        results = pool.imap_unordered(_states_job, jobs)
+        for _ in jobs:
+            try:
+                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                out += results.next(timeout=wait)
+            except multiprocessing.TimeoutError:
+                break
+    return out
 
 
 def fit(
@@ -100,13 +118,19 @@ def fit(
     device: str = "cpu",
     seed: int = 0,
     log: Callable[[dict[str, float]], None] | None = None,
+    deadline: float | None = None,
 ) -> list[dict[str, float]]:
-    """Cross-entropy of the policy head against the teacher's targets; returns per-epoch loss and accuracy."""
+    """Cross-entropy of the policy head against the teacher's targets; returns per-epoch loss and accuracy.
+    Given a ``deadline`` (``time.monotonic``), no epoch starts that would end after it (one as long as the
+    last)."""
     net.to(device).train()
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     rng = np.random.default_rng(seed)
     history = []
+    last_s = 0.0
     for epoch in range(epochs):
+        if deadline is not None and time.monotonic() + last_s > deadline:
+            break
         t0 = time.perf_counter()
         order = rng.permutation(len(samples))
         total, hits, count = 0.0, 0, 0
@@ -126,7 +150,8 @@ def fit(
             total += float(loss.detach()) * len(chunk)
             hits += int((logits.argmax(1) == target.argmax(1)).sum())
             count += len(chunk)
-        row = {"epoch": epoch + 1, "loss": total / count, "top1": hits / count, "s": time.perf_counter() - t0}
+        last_s = time.perf_counter() - t0
+        row = {"epoch": epoch + 1, "loss": total / max(count, 1), "top1": hits / max(count, 1), "s": last_s}
         history.append(row)
         if log is not None:
             log(row)

@@ -47,7 +47,8 @@ class PPOConfig:
     deterministic: bool = (
         True  # torch's deterministic kernels on the CPU (embedding backward otherwise races)
     )
-    time_limit_s: float | None = None  # stop after the update that crosses this wall time (LR decays by time)
+    time_limit_s: float | None = None  # wall time: no update starts that would end past it (as long as the
+    # last), a rollout still running then is dropped, and an update's epochs stop; the LR decays by time
 
 
 def make_vector_env(
@@ -153,9 +154,11 @@ def _ppo(
     start = time.perf_counter()
     history: list[dict[str, float]] = []
 
+    last_update_s = 0.0  # the next update is expected to take as long as the last one
     for update in range(1, n_updates + 1):
-        elapsed = time.perf_counter() - start
-        if cfg.time_limit_s is not None and elapsed > cfg.time_limit_s:
+        t_begin = time.perf_counter()
+        elapsed = t_begin - start
+        if cfg.time_limit_s is not None and elapsed + last_update_s > cfg.time_limit_s:
             break
         if cfg.anneal_lr:
             frac = (update - 1) / n_updates
@@ -169,7 +172,11 @@ def _ppo(
         # --- rollout -------------------------------------------------------------------------------
         t_rollout = time.perf_counter()
         net.eval()
+        out_of_time = False
         for step in range(cfg.n_steps):
+            if cfg.time_limit_s is not None and time.perf_counter() - start > cfg.time_limit_s:
+                out_of_time = True  # a rollout that cannot end in time is dropped, with its update
+                break
             global_step += n_envs
             obs_store[step * n_envs : (step + 1) * n_envs] = next_obs
             dones[step] = next_done
@@ -193,6 +200,9 @@ def _ppo(
                 moves = _final(infos, "moves", e)
                 if moves is not None:
                     finished_moves.append(moves)
+
+        if out_of_time:
+            break
 
         # --- GAE: the episode ends (STOP or the move limit) are true ends, so no bootstrap across them ----
         with torch.no_grad():
@@ -250,6 +260,8 @@ def _ppo(
                 opt.step()
             if cfg.target_kl is not None and approx_kl > cfg.target_kl:
                 break
+            if cfg.time_limit_s is not None and time.perf_counter() - start > cfg.time_limit_s:
+                break  # fewer epochs, as an early stop on the KL does
 
         var_y = np.var(returns)
         metrics = {
@@ -273,6 +285,7 @@ def _ppo(
         history.append(metrics)
         if callback is not None:
             callback(metrics)
+        last_update_s = time.perf_counter() - t_begin
     net.eval()
     return history
 

@@ -47,6 +47,11 @@ SEARCH_SHARE = 0.9
 # benchmarks/results/host_speed.tar.xz).
 INTERACTIVE_THREADS = 4
 
+# First moves a suggestion search explores by default. Fixed, not derived from ``top``: the suggestions are
+# the best of these rollouts, so ``top=1`` is the first of ``top=3`` (a search over more first moves can find
+# a better first suggestion, so its width must not follow the number asked for).
+DEFAULT_BRANCHES = 4
+
 
 @dataclass(frozen=True)
 class Suggestion:
@@ -129,11 +134,12 @@ def suggest(
     """Up to ``top`` distinct reorderings of ``kernel`` (default: the largest) that the cost model predicts
     to be faster, best first.
 
-    ``branches``: first moves explored (default ``top + 1``). ``time_budget_s``: the whole call, from its
-    start (the game's build included): no further first move is tried and rollouts stop extending when the
-    next one would end after the search's share of it (:data:`SEARCH_SHARE`), each keeping its best prefix
-    so far; the first forward pass and the policy's first move always run. None plays every rollout to its
-    end (deterministic).
+    ``branches``: first moves explored (default :data:`DEFAULT_BRANCHES`, whatever ``top``: the list for
+    ``top=k`` is the first k of the list for a larger ``top``, at most ``branches`` long).
+    ``time_budget_s``: the whole call, from its start (the game's build included): no further first move is
+    tried and rollouts stop extending when the next one would end after the search's share of it
+    (:data:`SEARCH_SHARE`), each keeping its best prefix so far; the first forward pass and the policy's
+    first move always run. None plays every rollout to its end (deterministic).
     Building the game for a text (parse, dependences) is cached for the last few texts.
     """
     start = time.perf_counter()
@@ -148,7 +154,7 @@ def suggest(
     t_forward = time.perf_counter() - t_forward
     cand_logits = logits[0, : ob.C_MAX]
     n_legal = int(torch.isfinite(cand_logits).sum())
-    n_first = min(n_legal, branches if branches is not None else top + 1)
+    n_first = min(n_legal, DEFAULT_BRANCHES if branches is None else branches)
     if n_first == 0:
         return []
     first_moves = torch.topk(cand_logits, n_first).indices.tolist()

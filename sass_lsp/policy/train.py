@@ -35,6 +35,10 @@ GameFactory = Callable[..., gym.Env]  # (text, arch, *, kernel=None, max_steps=1
 # (scramble level, probability): most episodes start from the ptxas schedule, some from a perturbed one.
 DEFAULT_SCRAMBLE: tuple[tuple[int, float], ...] = ((0, 0.6), (4, 0.25), (16, 0.15))
 MODEL_CARD = "model_card.json"
+# Under a deadline, PPO leaves this many times the games' build time for the evaluation (a build and a
+# 16-move greedy rollout per kernel), and SAVE_RESERVE_S for closing the environments and saving.
+EVAL_RESERVE = 2.0
+SAVE_RESERVE_S = 2.0
 REWARD = (
     "per move: (predicted cycles before the move - after) / predicted cycles of the ptxas original, from the "
     "static cost model (sass_lsp.schedule.cost) over the hot region; an episode's return is the fraction of "
@@ -152,13 +156,23 @@ def evaluate(
     *,
     max_steps: int = 16,
     factory: GameFactory = game_from_text,
+    deadline: float | None = None,
 ) -> dict[str, Any]:
-    """Per kernel: predicted cycles of the ptxas original and after the greedy rollout, and the speedup."""
+    """Per kernel: predicted cycles of the ptxas original and after the greedy rollout, and the speedup.
+    Given a ``deadline`` (``time.monotonic``), the kernels whose rollout would end after it (as long as the
+    slowest so far) are listed under ``not_evaluated`` instead."""
     net.eval()
     per: dict[str, dict[str, Any]] = {}
+    not_evaluated: list[str] = []
+    slowest = 0.0
     for item in kernel_texts:
         name, arch, text, kernel = _unpack(item)
+        t0 = time.monotonic()
+        if deadline is not None and t0 + slowest > deadline:
+            not_evaluated.append(name)
+            continue
         r = greedy_rollout(net, factory(text, arch, kernel=kernel, max_steps=max_steps))
+        slowest = max(slowest, time.monotonic() - t0)
         per[name] = {
             "cost_original": float(r.get("cost_original", float("nan"))),
             "cost": float(r.get("cost", float("nan"))),
@@ -168,7 +182,7 @@ def evaluate(
         }
     speedups = [v["speedup_pred"] for v in per.values()]
     geo = float(np.exp(np.mean(np.log(speedups)))) if speedups else float("nan")
-    return {"kernels": per, "geomean_speedup_pred": geo}
+    return {"kernels": per, "geomean_speedup_pred": geo, "not_evaluated": not_evaluated}
 
 
 def train(
@@ -189,6 +203,7 @@ def train(
     heldout: Sequence[str] = (),
     init_net: PolicyNet | None = None,
     warm_start: dict[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> dict[str, Any]:
     """Train on ``kernel_texts``; writes the checkpoint (``out_dir``) and ``out_dir/model_card.json``.
 
@@ -196,13 +211,18 @@ def train(
     replaced by the arguments. ``heldout``: names of the kernels kept for evaluation, recorded in the model
     card; a training kernel of that name (or ``name:kernel``) is an error. Returns the model card plus the
     per-update history.
+
+    ``deadline`` (``time.monotonic``): PPO stops early so that saving and the evaluation end by then (the
+    evaluation's time estimated from building the games); kernels it has no time for are listed in the card.
     """
     leaked = [n for n, *_ in kernel_texts if n in heldout or n.split(":")[0] in heldout]
     if leaked:
         raise ValueError(f"held-out kernels in the training set: {leaked}")
     t0 = time.perf_counter()
     out = Path(out_dir)
+    t_build = time.monotonic()
     kernels, skipped = usable_kernels(kernel_texts, factory)
+    t_build = time.monotonic() - t_build  # a game per kernel: most of what the evaluation will take
     if not kernels:
         raise ValueError(f"no kernel the reorder game can play on: {skipped}")
     cfg = replace(ppo_config or PPOConfig(), total_steps=total_steps, seed=seed, device=device)
@@ -212,6 +232,9 @@ def train(
         KernelPool, kernels, max_steps=max_steps, scramble_schedule=scramble_schedule, factory=factory
     )
     envs = make_vector_env([pool] * n_envs, asynchronous=asynchronous)
+    if deadline is not None:
+        ppo_s = max(0.0, deadline - time.monotonic() - EVAL_RESERVE * t_build - SAVE_RESERVE_S)
+        cfg = replace(cfg, time_limit_s=min(cfg.time_limit_s or ppo_s, ppo_s))
     try:
         history = ppo(envs, net, cfg, callback=progress)
     finally:
@@ -250,6 +273,8 @@ def train(
     # weights first: the evaluation below is slow on many kernels, and a run stopped there keeps them
     save_policy(net, out, meta={k: card[k] for k in ("data", "reward", "steps", "wall_s", "final_metrics")})
     card["checkpoint_mb"] = round((out / WEIGHTS).stat().st_size / 2**20, 3)
-    card["eval"] = _json_safe(evaluate(net.to("cpu"), kernels, max_steps=max_steps, factory=factory))
+    card["eval"] = _json_safe(
+        evaluate(net.to("cpu"), kernels, max_steps=max_steps, factory=factory, deadline=deadline)
+    )
     write_atomic(out / MODEL_CARD, json.dumps(card, indent=2, allow_nan=False) + "\n")
     return {**card, "checkpoint": str(out), "model_card": str(out / MODEL_CARD), "history": history}

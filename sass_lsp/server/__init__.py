@@ -33,22 +33,56 @@ def _host_port(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(f"bad port in {text!r}") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sass-lsp serve", description="Run the SASS (.cuasm) language server."
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The server's options, shared by ``python -m sass_lsp.server`` and ``sass-lsp serve``."""
+    parser.add_argument(
+        "--stdio", action="store_true", help="talk LSP over stdin/stdout (what editors start; the default)"
     )
-    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
-    parser.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on a loopback TCP port")
-    parser.add_argument("--log-file", help="write the server log here (default: stderr)")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--tcp",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="listen on a loopback TCP port instead of stdio (HOST is 127.0.0.1, localhost or ::1; "
+        "default: stdio)",
+    )
+    parser.add_argument("--log-file", help="append the server log to this file (default: stderr)")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="least severe log records kept; DEBUG also logs every LSP message (case-insensitive)",
+    )
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from sass_lsp.cli import HelpFormatter
+
+    parser = argparse.ArgumentParser(
+        prog="sass-lsp serve",
+        description="Run the SASS (.cuasm) language server.",
+        formatter_class=HelpFormatter,
+    )
+    add_arguments(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    handler: logging.Handler = (
-        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
-    )
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the server with parsed options (``add_arguments``); returns when the client disconnects."""
+    try:
+        handler: logging.Handler = (
+            logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+        )
+    except OSError as exc:
+        print(f"{args.log_file}: error: cannot open the log file: {exc.strerror}", file=sys.stderr)
+        return 2
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
@@ -60,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.freeze()  # the imported modules live as long as the server (see server.state.freeze_heap)
     if args.tcp:
         host, port = args.tcp
+        logging.getLogger(__name__).info("listening on %s:%d", host, port)
         server.start_tcp(host, port)
     else:
         server.start_io()
