@@ -32,7 +32,7 @@ class CliError(Exception):
     """A user-facing failure: ``message`` is printed as is (``file[:line:col]: error: …``), then ``hint`` on a
     ``  hint:`` line when given; exit status ``code`` (2: bad input)."""
 
-    def __init__(self, message: str, hint: str = "", code: int = 2) -> None:
+    def __init__(self, message: str, hint: str = "", *, code: int = 2) -> None:
         super().__init__(message)
         self.hint = hint
         self.code = code
@@ -376,14 +376,14 @@ def cmd_profile(args: argparse.Namespace) -> int:
     ncu = find_ncu()
     if ncu is None:
         raise CliError(
-            "profile: error: ncu (Nsight Compute) not found: nothing profiled, nothing written\n"
-            "  hint: install Nsight Compute (part of the CUDA Toolkit, or "
+            "profile: error: ncu (Nsight Compute) not found: nothing profiled, nothing written",
+            "install Nsight Compute (part of the CUDA Toolkit, or "
             "https://developer.nvidia.com/nsight-compute) and put its `ncu` on PATH",
-            EXIT_MISSING,
+            code=EXIT_MISSING,
         )
     result = profile(cubin, spec, ncu=ncu)
     if not result.ok:
-        raise CliError(f"profile: error: {result.message}\n  nothing written", 1)
+        raise CliError(f"profile: error: {result.message}\n  nothing written", code=1)
     output = args.output or args.kernel.with_suffix(".profile.json")
     write_atomic(output, json.dumps(dataclasses.asdict(result), indent=1))
     print(f"wrote {output}", file=sys.stderr)

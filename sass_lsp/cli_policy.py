@@ -217,7 +217,9 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()  # first: with no GPU, nothing else is worth doing
         if not hello.ok:
-            raise CliError(f"{job.cuasm}: {hello.reason}: nothing searched, nothing written", EXIT_MISSING)
+            raise CliError(
+                f"{job.cuasm}: {hello.reason}: nothing searched, nothing written", code=EXIT_MISSING
+            )
         try:
             original = assemble_cuasm(text, source_name=str(job.cuasm))
         except AssembleError as exc:
@@ -280,7 +282,7 @@ def _require_local_gpu() -> None:
     with GpuRunner(timeout_s=120) as runner:
         hello = runner.hello()
     if not hello.ok:
-        raise CliError(f"optimize: {hello.reason}: nothing searched, nothing written", EXIT_MISSING)
+        raise CliError(f"optimize: {hello.reason}: nothing searched, nothing written", code=EXIT_MISSING)
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
