@@ -10,6 +10,8 @@ import gc
 import logging
 import sys
 
+from sass_lsp.server import tcp
+
 __all__ = ["build_server", "main"]
 
 
@@ -39,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
     parser.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on a loopback TCP port")
+    tcp.add_arguments(parser)
     parser.add_argument("--log-file", help="write the server log here (default: stderr)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
@@ -58,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.setswitchinterval(0.001)  # the checker runs in a worker thread: hand the GIL back to requests often
     server = build_server()
     gc.freeze()  # the imported modules live as long as the server (see server.state.freeze_heap)
-    if args.tcp:
-        host, port = args.tcp
-        server.start_tcp(host, port)
+    if args.tcp or args.token_file or args.insecure_no_auth:
+        return tcp.serve(server, args)  # the token check, then loopback TCP
     else:
         server.start_io()
     return 0
