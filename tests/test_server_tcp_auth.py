@@ -188,6 +188,8 @@ def test_tcp_refuses_clients_without_the_token_and_serves_the_one_with_it(token_
         time.sleep(0.5)
         assert not target.exists()
 
+        # a client that connects and says nothing blocks no one (it is dropped after AUTH_TIMEOUT_S)
+        silent = RawClient(port)
         # the token: initialize, hover, and the command the hostile clients asked for
         good = RawClient(port)
         good.send(initialize(1, TOKEN, workspace))
@@ -217,6 +219,7 @@ def test_tcp_refuses_clients_without_the_token_and_serves_the_one_with_it(token_
         good.send(assemble(3, workspace / "planted.cuasm"))
         assert good.response(3)["result"]["ok"] and target.exists()
         good.close()
+        silent.close()
         proc.wait(20)  # one session per server: it exits when its client leaves
     finally:
         stop(proc)
