@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 
 _PR_SET_PDEATHSIG = 1
@@ -36,3 +38,17 @@ def exit_on_termination() -> None:
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None:
             signal.signal(sig, _exit)
+
+
+def exit_with(parent_pid: int, interval_s: float = 0.5) -> None:
+    """Pool initializer: this process exits once ``parent_pid`` is no longer its parent, however it died.
+
+    (PR_SET_PDEATHSIG would follow the *thread* that started the process, which for a pool is not the
+    server's lifetime; a watchdog thread polling the parent pid is.)"""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(interval_s)
+        os._exit(0)  # the pool's queues have no reader left: nothing to flush
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

@@ -3,33 +3,28 @@
 from __future__ import annotations
 
 import os
-import stat
-import tempfile
+import secrets
 from pathlib import Path
 
 
-def _new_file_mode(path: Path) -> int:
-    """The mode a plain ``open(path, "w")`` would give: the existing file's, else 0o666 less the umask."""
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
 def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part.
-
-    The file gets the mode ``open`` would give it (mkstemp's temp file is owner-only)."""
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part."""
     payload = data.encode() if isinstance(data, str) else data
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    # Created as open() creates files (0o666 less the umask, applied by the kernel): mkstemp's are owner-only.
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"{path.parent}: no free temporary file name")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
-            os.fchmod(handle.fileno(), _new_file_mode(path))
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:

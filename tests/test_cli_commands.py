@@ -108,7 +108,7 @@ def _read_lsp_message(stream) -> dict:  # noqa: ANN001 (a socket file)
 
 def test_serve_tcp_answers_initialize_and_logs_to_the_file(tmp_path: Path) -> None:
     port, log = _free_port(), tmp_path / "server.log"
-    cmd = [sys.executable, "-m", "sass_lsp", "serve", "--tcp", f"127.0.0.1:{port}"]
+    cmd = [sys.executable, "-m", "sass_lsp", "serve", "--tcp", f"127.0.0.1:{port}", "--insecure-no-auth"]
     proc = subprocess.Popen([*cmd, "--log-file", str(log), "--log-level", "debug"], stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60

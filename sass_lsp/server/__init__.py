@@ -10,6 +10,8 @@ import gc
 import logging
 import sys
 
+from sass_lsp.server import tcp
+
 __all__ = ["build_server", "main"]
 
 
@@ -53,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=LOG_LEVELS,
         help="least severe log records kept; DEBUG also logs every LSP message (case-insensitive)",
     )
+    tcp.add_arguments(parser)
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -92,10 +95,8 @@ def run(args: argparse.Namespace) -> int:
     sys.setswitchinterval(0.001)  # the checker runs in a worker thread: hand the GIL back to requests often
     server = build_server()
     gc.freeze()  # the imported modules live as long as the server (see server.state.freeze_heap)
-    if args.tcp:
-        host, port = args.tcp
-        logging.getLogger(__name__).info("listening on %s:%d", host, port)
-        server.start_tcp(host, port)
+    if args.tcp or args.token_file or args.insecure_no_auth:
+        return tcp.serve(server, args)  # the token check, then loopback TCP
     else:
         server.start_io()
     return 0

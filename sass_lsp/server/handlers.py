@@ -463,15 +463,19 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
     # ---------------------------------------------------------------- commands
     @ls.command(CMD_DISASSEMBLE)
     async def cmd_disassemble(uri: str) -> str:
-        uri = _check_uri(uri)
-        path = Path(to_fs_path(uri) or uri) if uri.startswith("file:") else Path(uri)
+        """``K.cubin`` -> ``K.cuasm`` beside it (replacing one only if the user says Overwrite); opens it."""
+        path = _file_path(uri)
+        if path is None:
+            raise ValueError(f"Disassemble reads a .cubin file: {uri} is not a file")
         out_path = path.with_suffix(".cuasm")
         async with _progress(ls, f"Disassembling {path.name}") as cancelled:
             data = await asyncio.to_thread(path.read_bytes)
             text = await asyncio.to_thread(commands.disassemble, data, path.name)
             if cancelled.is_set():
                 raise asyncio.CancelledError
-            await asyncio.to_thread(write_atomic, out_path, text)
+        if not await _may_write(ls, out_path):
+            return f"{out_path.name} exists and was left as it is"
+        await asyncio.to_thread(write_atomic, out_path, text)
         out_uri = from_fs_path(str(out_path)) or str(out_path)
         ls.window_show_document(lsp.ShowDocumentParams(uri=out_uri, take_focus=True))
         return out_uri
@@ -497,7 +501,13 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
         snap = ls.snapshot(uri)
         if snap is None:
             raise ValueError(f"{uri} is not open")
-        path = Path(to_fs_path(uri) or "out.cuasm")
+        path = _file_path(uri)
+        if path is None:  # untitled: there is no folder to write into, and the server's is not the user's
+            message = (
+                f"{_doc_name(uri)} is not saved: save it as a .cuasm file, then assemble (K.cuasm -> K.cubin)"
+            )
+            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
+            return {"ok": False, "verdict": "unsaved", "message": message}
         out_path = path.with_suffix(".cubin")
         async with _progress(ls, f"Assembling {path.name}") as cancelled:
             result = await asyncio.to_thread(commands.assemble, snap.doc.text, str(path))
@@ -513,7 +523,10 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
                     )
                 )
                 return {"ok": False, "errors": n}
-            await asyncio.to_thread(write_atomic, out_path, result.cubin)
+        if not await _may_write(ls, out_path):
+            message = f"{out_path.name} exists and was left as it is (nothing written)"
+            return {"ok": True, "written": False, "message": message}
+        await asyncio.to_thread(write_atomic, out_path, result.cubin)
         return {"ok": True, "cubin": from_fs_path(str(out_path)), "bytes": len(result.cubin)}
 
     @ls.command(gpu_timing.CMD_TIME_EDIT)
@@ -762,6 +775,40 @@ def _launch_spec(uri: str) -> Path | None:
     fs = to_fs_path(uri) if uri.startswith("file:") else None
     spec = gpu_timing.companions(Path(fs)).spec if fs else None
     return spec if spec is not None and spec.exists() else None
+
+
+OVERWRITE, CANCEL = "Overwrite", "Cancel"
+CONFIRM_TIMEOUT_S = 600.0  # no answer by then counts as Cancel
+
+
+def _file_path(uri: object) -> Path | None:
+    """The absolute path of a ``file:`` URI; None for anything else (untitled, other schemes, bare paths),
+    so that a command never resolves a name against the server's working directory."""
+    uri = _check_uri(uri)
+    fs = to_fs_path(uri) if uri.startswith("file:") else None
+    return Path(fs) if fs and os.path.isabs(fs) else None
+
+
+def _doc_name(uri: str) -> str:
+    return uri.rpartition("/")[2].rpartition(":")[2] or uri
+
+
+async def _may_write(ls: SassLanguageServer, out_path: Path) -> bool:
+    """Whether a command may write ``out_path``: it does not exist, or the user answered Overwrite to
+    ``window/showMessageRequest``. Cancel, dismissing it, no answer, or a client error: no."""
+    if not out_path.exists() and not out_path.is_symlink():
+        return True
+    request = lsp.ShowMessageRequestParams(
+        type=lsp.MessageType.Warning,
+        message=f"{out_path.name} already exists in {out_path.parent}. Overwrite it?",
+        actions=[lsp.MessageActionItem(title=OVERWRITE), lsp.MessageActionItem(title=CANCEL)],
+    )
+    try:
+        choice = await asyncio.wait_for(ls.window_show_message_request_async(request), CONFIRM_TIMEOUT_S)
+    except Exception:  # noqa: BLE001 - the client could not ask: keep the file
+        log.info("no answer to 'Overwrite %s?': not written", out_path, exc_info=True)
+        return False
+    return choice is not None and choice.title == OVERWRITE
 
 
 def _check_uri(uri: object) -> str:

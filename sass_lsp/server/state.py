@@ -10,6 +10,7 @@ import contextlib
 import gc
 import logging
 import multiprocessing
+import os
 import time
 from collections.abc import Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -23,6 +24,7 @@ from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from sass_lsp import __version__
+from sass_lsp.children import exit_with
 from sass_lsp.ide import diagnostics as diag_mod
 from sass_lsp.ide.backends import EncoderAdapter, checker_available, encoder_for, encoder_loaded
 from sass_lsp.ide.diagnostics import Diag
@@ -489,7 +491,10 @@ class SassLanguageServer(LanguageServer):
         if self._pool is None and not self._pool_failed:
             try:
                 self._pool = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=exit_with,  # the worker dies with the server, SIGKILL included
+                    initargs=(os.getpid(),),
                 )
             except Exception:
                 log.warning("no worker process for the checker", exc_info=True)
