@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--token-file",
         metavar="FILE",
         help="with --tcp: a file only you can read (chmod 600) holding a token of 16+ characters; the client "
-        f"must send it as initializationOptions.{TOKEN_OPTION} in its initialize request, or is disconnected (default: none; --tcp then needs --insecure-no-auth)",
+        f"must send it as initializationOptions.{TOKEN_OPTION} in its initialize request, or is disconnected "
+        "(default: none; --tcp then needs --insecure-no-auth)",
     )
     parser.add_argument(
         "--insecure-no-auth",
