@@ -65,3 +65,29 @@ def test_killed_disasm_leaves_no_child_and_no_partial_output(tmp_path: Path, sig
         assert proc.returncode == 128 + signal.SIGTERM
         assert list((tmp_path / "tmp").iterdir()) == []  # the temp directory was removed
         assert b"Traceback" not in proc.stderr.read()
+
+
+_PARENT = """
+import sys, threading, time
+from sass_lsp.gpu.runner import GpuRunner
+runner = GpuRunner(timeout_s=600, env={"SASS_LSP_GPU_BACKEND": "fake"})
+assert runner.hello().ok
+print(runner._transport.proc.pid, flush=True)
+from sass_lsp.gpu.spec import parse_spec
+spec = parse_spec('kernel = "k"\\ngrid = [1]\\nblock = [32]\\n'
+                  '[[params]]\\nname = "y"\\ndtype = "f32"\\nshape = [8]\\n')
+threading.Thread(target=runner.verify, args=(b"FAKE:ok", b"FAKE:hang", spec, [0]), daemon=True).start()
+time.sleep(600)
+"""
+
+
+def test_a_busy_gpu_worker_dies_with_its_killed_parent(tmp_path: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
+    worker = int(parent.stdout.readline())
+    time.sleep(1.0)  # the worker is inside the hanging kernel now
+    parent.kill()
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker), "the GPU worker outlived its killed parent"
