@@ -26,7 +26,6 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-from sass_lsp.children import exit_with
 from sass_lsp.gpu.protocol import decode, encode, error_reply, unb64
 from sass_lsp.gpu.spec import SpecError, spec_from_dict
 
@@ -131,7 +130,6 @@ def serve_stdio() -> int:
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    exit_with(os.getppid())  # a killed parent ends the worker even mid-kernel, when stdin's EOF goes unread
     worker = _Worker()
     for line in sys.stdin.buffer:
         if not line.strip():
