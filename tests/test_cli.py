@@ -21,6 +21,7 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.slow
 def test_demo_round_trip_is_byte_identical(tmp_path: Path) -> None:
     proc = run_cli("demo", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -85,6 +86,7 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "nope.cubin: error: cannot read" in proc.stderr and "hint:" in proc.stderr
 
 
+@pytest.mark.slow
 def test_suggest_json_edits_reparse_hazard_free(tmp_path: Path) -> None:
     import json
 

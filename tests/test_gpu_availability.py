@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
+from sass_lsp.cli import EXIT_MISSING
 from sass_lsp.gpu.availability import GPU_HINT, gpu_problem, no_gpu_message
 from sass_lsp.gpu.runner import GpuRunner
 from sass_lsp.ide import gpu_timing
@@ -124,6 +125,6 @@ def test_optimize_without_cuda_python_names_the_gpu_extra(tmp_path: Path) -> Non
     assert _cli("disasm", str(EXAMPLES / "triton_add.cubin"), "-o", str(kernel)).returncode == 0
     launch = EXAMPLES / "triton_add.launch.toml"
     out = _cli("optimize", str(kernel), "--launch", str(launch), "--budget", "5")
-    assert out.returncode == 2 and EXTRA in out.stderr, out.stdout + out.stderr
+    assert out.returncode == EXIT_MISSING and EXTRA in out.stderr, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and "{" not in out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["triton_add.cuasm"]  # nothing written
