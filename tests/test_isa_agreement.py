@@ -152,3 +152,66 @@ def main(arches: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+# ---------------------------------------------------------------- over LSP
+
+import asyncio  # noqa: E402
+
+import pytest_lsp  # noqa: E402
+from lsprotocol import types as lsp  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "sass_lsp.server"]),
+)
+async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("ws")
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            root_uri=root.as_uri(),
+            initialization_options={"diagnosticsDebounceMs": 20},
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_highlight_of_a_read_finds_its_wide_producer(client: LanguageClient, tmp_path: Path) -> None:
+    """R40 read by F2FP in triton_matmul was last written by the HGMMA whose accumulator R24 covers
+    R24..R87: highlighting the read marks that HGMMA's R24 as a write."""
+    path = tmp_path / "triton_matmul.cuasm"
+    text = (TRITON_CORPUS / "triton_matmul.cuasm").read_text()
+    path.write_text(text)
+    lines = text.split("\n")
+    uri = path.as_uri()
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="cuasm", version=1, text=text)
+        )
+    )
+    reader = next(i for i, ln in enumerate(lines) if "F2FP.F16.F32.PACK_AB R40, R41, R40" in ln)
+    col = lines[reader].rindex("R40") + 1
+    producer = max(i for i, ln in enumerate(lines[:reader]) if "HGMMA.64x128x16.F32 R24" in ln)
+    assert not any("R40" in ln for ln in lines[producer + 1 : reader])  # the HGMMA is the last writer
+    want = lsp.Range(
+        lsp.Position(producer, lines[producer].index("R24")),
+        lsp.Position(producer, lines[producer].index("R24") + 3),
+    )
+    got: list[lsp.DocumentHighlight] = []
+    for _ in range(100):  # the register index is built after the first diagnostics
+        got = (
+            await client.text_document_document_highlight_async(
+                lsp.DocumentHighlightParams(lsp.TextDocumentIdentifier(uri), lsp.Position(reader, col))
+            )
+        ) or []
+        if any(h.range == want for h in got):
+            break
+        await asyncio.sleep(0.1)
+    assert lsp.DocumentHighlight(want, lsp.DocumentHighlightKind.Write) in got
+    read = lsp.Range(lsp.Position(reader, col - 1), lsp.Position(reader, col + 2))
+    assert lsp.DocumentHighlight(read, lsp.DocumentHighlightKind.Read) in got
