@@ -110,6 +110,33 @@ def test_every_arch_has_a_table() -> None:
     assert {table_arch(a) for a in GENERATED_ARCHES} <= set(supported_arches())
 
 
+def _generator():  # noqa: ANN202
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "isa" / "build_semantics.py"
+    spec = importlib.util.spec_from_file_location("build_semantics", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("arch", supported_arches())
+def test_effect_rows_are_the_generators(arch: str) -> None:
+    """The memory-space, ordering and positional-read rows of each table are what
+    ``tools/isa/build_semantics.py`` emits (``--only-rows`` rewrites them without compiling)."""
+    import json
+
+    gen = _generator()
+    path = Path(gen.DATA) / f"semantics_{arch}.json"
+    text = path.read_text()
+    assert gen.table_text(gen.effect_rows(json.loads(text))) == text
+    sem = load_semantics(arch)
+    assert sem.memory_spaces("LDGSTS") == (1, 2)  # reads global, writes shared
+    assert sem.is_fence("HGMMA") and sem.is_barrier("DEPBAR") and not sem.is_barrier("IMAD")
+    assert sem.positional("CS2R R4, SR_CLOCKLO ;") and not sem.positional("S2R R0, SR_TID.X ;")
+
+
 def test_triton_corpus_editor_equals_checker() -> None:
     texts = [(p.name, p.read_text()) for p in sorted(TRITON_CORPUS.glob("*.cuasm"))]
     assert texts
