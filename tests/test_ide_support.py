@@ -40,6 +40,7 @@ KERNEL = """\
       [B------:R-:W-:Y:S00]         /*00c0*/                   BRA `(.L_x_0);
       [B------:R-:W-:Y:S00]         /*00d0*/                   NOP;
   .L_x_3:
+// .headerflags: @"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
 """
 
 

@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import itertools
 
-from sass_lsp.analysis.findings import RULES, Finding, Related
+from sass_lsp.analysis.findings import RULES, ClearReuse, Finding, Fix, Related
 from sass_lsp.analysis.hazards import Checker
 from sass_lsp.analysis.issue_gaps import issue_gap_rules
 from sass_lsp.analysis.program import (
@@ -122,9 +122,16 @@ def check_program(p: Program, sem: Semantics) -> list[Finding]:
 
 
 def _finding(
-    code: str, p: Program, line: int, col: int, end_col: int, message: str, related: tuple = ()
+    code: str,
+    p: Program,
+    line: int,
+    col: int,
+    end_col: int,
+    message: str,
+    related: tuple = (),
+    fixes: tuple[Fix, ...] = (),
 ) -> Finding:
-    return Finding(code, RULES[code].severity, line, col, line, end_col, message, related, p.name)
+    return Finding(code, RULES[code].severity, line, col, line, end_col, message, related, p.name, fixes=fixes)
 
 
 def _local_rules(p: Program) -> list[Finding]:
@@ -239,6 +246,7 @@ def _reuse(p: Program, i: int, block_start: set[int]) -> list[Finding]:
                     col + 2,
                     f".reuse on {unit_name(reg)}, which this instruction overwrites: the cache would "
                     "hold the old value",
+                    fixes=(ClearReuse(line, col),),
                 )
             )
             continue
@@ -268,6 +276,7 @@ def _reuse(p: Program, i: int, block_start: set[int]) -> list[Finding]:
                     col + 2,
                     f".reuse on {unit_name(reg)} cannot hit: {verdict[0]}",
                     (Related(verdict[1], "next use of the slot"),),
+                    (ClearReuse(line, col),),
                 )
             )
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SEVERITIES = ("error", "warning", "information", "hint")
 
@@ -11,6 +11,37 @@ SEVERITIES = ("error", "warning", "information", "hint")
 class Related:
     line: int
     message: str
+
+
+# Structured fixes a finding offers (1-based lines and columns, like the finding): editors build their
+# quick fixes from these, never from the message text.
+
+
+@dataclass(frozen=True)
+class SetWait:
+    """Wait on scoreboard ``scoreboard`` before the instruction on ``line`` (add it to the wait mask)."""
+
+    line: int
+    scoreboard: int
+
+
+@dataclass(frozen=True)
+class RaiseStall:
+    """Stall the instruction on ``line`` ``cycles`` cycles longer (the field holds at most 15)."""
+
+    line: int
+    cycles: int
+
+
+@dataclass(frozen=True)
+class ClearReuse:
+    """Drop the ``.reuse`` flag at column ``col`` of ``line`` (the column of its dot)."""
+
+    line: int
+    col: int
+
+
+Fix = SetWait | RaiseStall | ClearReuse
 
 
 @dataclass(frozen=True)
@@ -25,6 +56,8 @@ class Finding:
     related: tuple[Related, ...] = ()
     kernel: str = ""
     hint: str = ""  # how to fix it, where the message alone does not say (parse and encoding errors)
+    # What would clear it; not part of a finding's identity (two findings that say the same are one).
+    fixes: tuple[Fix, ...] = field(default=(), repr=False, compare=False)
 
 
 @dataclass(frozen=True)

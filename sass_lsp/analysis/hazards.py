@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from sass_lsp.analysis.findings import RULES, Finding, Related
+from sass_lsp.analysis.findings import RULES, Finding, Fix, RaiseStall, Related, SetWait
 from sass_lsp.analysis.program import (
     C_SETS,
     C_SYN,
@@ -395,6 +395,7 @@ class Checker:
         related: Sequence[tuple[int, str]] = (),
         col: int | None = None,
         end_col: int | None = None,
+        fixes: tuple[Fix, ...] = (),
     ) -> Finding:
         p = self.p
         line = p.lines[i]
@@ -408,6 +409,7 @@ class Checker:
             message,
             tuple(Related(ln, m) for ln, m in related),
             p.name,
+            fixes=fixes,
         )
 
     def _node(self, i: int) -> Node:
@@ -680,6 +682,7 @@ class Checker:
                 [(pl, f"producer sets W{sb}")],
                 col=self.p.ctrl_cols[i],
                 end_col=self.p.end_cols[i],
+                fixes=(SetWait(self.p.lines[i], sb),),
             )
         out.append((i, found))
 
@@ -689,12 +692,16 @@ class Checker:
         opc, pl = self._where(pidx)
         cpipe = self.p.facts[i].s.pipe
         row = self.sem.latency(ppipe, cpipe, kind)
+        cycles: int = row.cycles  # type: ignore[union-attr]
+        # The instruction before the reader stalls the missing cycles longer.
+        fixes: tuple[Fix, ...] = (RaiseStall(self.p.lines[i - 1], cycles - dist),) if i > 0 else ()
         return self._finding(
             "SASS002",
             i,
             f"reads {unit_name(u)} {dist} cycles after {opc} at line {pl}; "
-            f"{ppipe}->{cpipe} {kind} latency is {row.cycles} ({row.source})",  # type: ignore[union-attr]
+            f"{ppipe}->{cpipe} {kind} latency is {cycles} ({row.source})",  # type: ignore[union-attr]
             [(pl, f"producer; stalls from here sum to {dist}")],
+            fixes=fixes,
         )
 
     def _raw_fixed_hooked(self, out: list | None, i: int, cycle: int, fx: tuple, u: int, kind: str) -> None:
@@ -723,6 +730,7 @@ class Checker:
             [(pl, f"reads {unit_name(u)}, sets R{e[_SB]}")],
             col=self.p.ctrl_cols[i],
             end_col=self.p.end_cols[i],
+            fixes=(SetWait(self.p.lines[i], e[_SB]),) if e[_SB] >= 0 else (),
         )
 
     def _waw(self, i: int, e: tuple, u: int) -> Finding:
@@ -735,6 +743,7 @@ class Checker:
             [(pl, "pending producer")],
             col=self.p.ctrl_cols[i],
             end_col=self.p.end_cols[i],
+            fixes=(SetWait(self.p.lines[i], e[_SB]),) if e[_SB] >= 0 else (),
         )
 
     def _syntax_rules(self, i: int) -> list[Finding]:

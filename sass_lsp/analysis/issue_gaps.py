@@ -16,7 +16,7 @@ import bisect
 import itertools
 import operator
 
-from sass_lsp.analysis.findings import RULES, Finding, Related
+from sass_lsp.analysis.findings import RULES, Finding, Fix, RaiseStall, Related
 from sass_lsp.analysis.program import F_NEVER, Program, ShapeFacts
 from sass_lsp.isa.semantics import UNIT_BASE, Semantics, unit_name
 
@@ -73,7 +73,7 @@ def _early_waits(p: Program, starts: set[int], need: int) -> list[tuple[int, Fin
                 f"waits on SB{sb} {gap} cycle(s) after {_opcode(p, j)} at line {p.lines[j]} "
                 f"sets it; the scoreboard is set only {need} cycles after issue"
             )
-            out.append((i, _finding("SASS016", p, i, msg, j, f"sets SB{sb}")))
+            out.append((i, _finding("SASS016", p, i, msg, j, f"sets SB{sb}", _stall_fix(p, i, need - gap))))
     return out
 
 
@@ -123,7 +123,8 @@ def _early_uniform_writes(p: Program, starts: set[int], sem: Semantics) -> list[
                 f"{p.lines[j]} reads it; uniform instructions read their sources up to {need} "
                 "cycles after issue"
             )
-            out.append((i, _finding("SASS017", p, i, msg, j, f"reads {unit_name(u)}")))
+            fix = _stall_fix(p, i, need - gap)
+            out.append((i, _finding("SASS017", p, i, msg, j, f"reads {unit_name(u)}", fix)))
     return out
 
 
@@ -140,7 +141,14 @@ def _opcode(p: Program, i: int) -> str:
     return p.facts[i].s.opcode
 
 
-def _finding(code: str, p: Program, i: int, message: str, other: int, why: str) -> Finding:
+def _stall_fix(p: Program, i: int, cycles: int) -> tuple[Fix, ...]:
+    """The instruction before ``i`` (in its block: the gap was counted there) stalls ``cycles`` longer."""
+    return (RaiseStall(p.lines[i - 1], cycles),)
+
+
+def _finding(
+    code: str, p: Program, i: int, message: str, other: int, why: str, fixes: tuple[Fix, ...] = ()
+) -> Finding:
     line = p.lines[i]
     col = p.ctrl_cols[i]
     return Finding(
@@ -153,4 +161,5 @@ def _finding(code: str, p: Program, i: int, message: str, other: int, why: str) 
         message,
         (Related(p.lines[other], why),),
         p.name,
+        fixes=fixes,
     )

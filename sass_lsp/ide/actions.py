@@ -1,7 +1,8 @@
 """Feature: code actions. Quick fixes for control-field errors (obsolete 6-field form, stall > 15, a
-wait-mask digit in the wrong place), the checker's own fixes for hazard findings, and any actions from
-providers registered in :mod:`sass_lsp.ide.backends` (reorder suggestions, GPU timing). Every action is a
-list of text edits for the client to apply: the server never writes a user's .cuasm itself.
+wait-mask digit in the wrong place) and for hazard findings, built from the typed fixes each finding
+carries (``analysis.findings``: wait on a scoreboard, raise a stall, drop a ``.reuse``), never from its
+message. Every action is a list of text edits for the client to apply: the server never writes a user's
+.cuasm itself.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import logging
 import re
 from dataclasses import dataclass, replace
 
-from sass_lsp.ide.backends import Finding, action_providers
+from sass_lsp.analysis.findings import ClearReuse, RaiseStall, SetWait
+from sass_lsp.ide.backends import Finding
 from sass_lsp.ide.diagnostics import kernel_findings
 from sass_lsp.ide.editing import TextEdit
 from sass_lsp.ide.index import DocumentIndex
@@ -88,10 +90,6 @@ def code_actions(
         for finding in kernel_findings(index, kernel, arch):
             if not (finding.line <= end and finding.end_line >= start):
                 continue
-            for fix in finding.fixes:
-                action = _checker_fix(fix, finding.code)
-                if action is not None:
-                    out.append(action)
             out += hazard_fixes(index, finding)
         try:
             block = recompute_block_action(index, start, arch, eol) if recompute else None
@@ -99,11 +97,6 @@ def code_actions(
             log.exception("recomputing control codes failed")
             block = None
         out += [block] if block is not None else []
-    for name, provider in action_providers().items():
-        try:
-            out += list(provider(index, start, end, settings))
-        except Exception:
-            log.exception("code action provider %s failed", name)
     unique: dict[tuple, CodeAction] = {}
     for action in out:
         key = (action.title, action.edits)
@@ -115,68 +108,51 @@ def code_actions(
     return list(unique.values())
 
 
-_WAIT_ON = re.compile(r"wait(?:ing)? on SB(\d)")
-_LATENCY = re.compile(r"reads .* (\d+) cycles after .* latency is (\d+)")
-
-
 def hazard_fixes(index: DocumentIndex, finding: Finding) -> list[CodeAction]:
-    """Quick fixes derived from a checker finding: add the missing wait, raise the stall."""
-    info = index.info(finding.line)
+    """The quick fixes of a checker finding, one per typed fix it carries."""
+    out = []
+    for fix in finding.fixes:
+        if isinstance(fix, SetWait):
+            action = _set_wait(index, fix, finding.code)
+        elif isinstance(fix, RaiseStall):
+            action = _raise_stall(index, fix, finding.code)
+        else:
+            action = _clear_reuse(index, fix, finding.code)
+        if action is not None:
+            out.append(action)
+    return out
+
+
+def _set_wait(index: DocumentIndex, fix: SetWait, code: str) -> CodeAction | None:
+    info = index.info(fix.line)
     if info is None or info.ctrl is None:
-        return []
-    cc = info.ctrl
-    m = _WAIT_ON.search(finding.message)
-    if m and finding.code in ("SASS001", "SASS003", "SASS004"):
-        sb = int(m.group(1))
-        new = replace(cc, wait_mask=cc.wait_mask | 1 << sb)
-        edit = set_control_edit(index, finding.line, new)
-        return (
-            [
-                CodeAction(
-                    f"Wait on SB{sb} before this instruction", "quickfix", (edit,), (finding.code,), True
-                )
-            ]
-            if edit
-            else []
-        )
-    m = _LATENCY.search(finding.message)
-    if m and finding.code == "SASS002":
-        missing = int(m.group(2)) - int(m.group(1))
-        prev = max(
-            (
-                ln
-                for ln in index.pcs
-                if ln < finding.line and index.section_at(ln) == index.section_at(finding.line)
-            ),
-            default=None,
-        )
-        prev_info = index.info(prev) if prev is not None else None
-        if prev is None or prev_info is None or prev_info.ctrl is None or missing <= 0:
-            return []
-        stall = min(15, prev_info.ctrl.stall + missing)
-        new = replace(prev_info.ctrl, stall=stall, yield_flag=prev_info.ctrl.yield_flag or stall >= 12)
-        edit = set_control_edit(index, prev, new)
-        title = f"Raise the stall of line {prev + 1} to S{stall:02d} (+{missing} cycles)"
-        return [CodeAction(title, "quickfix", (edit,), (finding.code,), True)] if edit else []
-    return []
-
-
-def _checker_fix(fix: object, code: str) -> CodeAction | None:
-    """Convert a checker fix: ``title`` and ``edits`` of (line, col, end_line, end_col, new_text), 1-based."""
-    try:
-        edits = []
-        for e in getattr(fix, "edits", ()):
-            if isinstance(e, tuple):
-                line, col, end_line, end_col, new_text = e
-            else:
-                line, col, end_line, end_col, new_text = e.line, e.col, e.end_line, e.end_col, e.new_text
-            edits.append(TextEdit(line - 1, col - 1, end_line - 1, end_col - 1, new_text))
-        if not edits:
-            return None
-        return CodeAction(str(getattr(fix, "title", "Fix hazard")), "quickfix", tuple(edits), (code,), True)
-    except Exception:
-        log.exception("cannot convert checker fix %r", fix)
         return None
+    edit = set_control_edit(
+        index, fix.line, replace(info.ctrl, wait_mask=info.ctrl.wait_mask | 1 << fix.scoreboard)
+    )
+    title = f"Wait on SB{fix.scoreboard} before this instruction"
+    return CodeAction(title, "quickfix", (edit,), (code,), True) if edit else None
+
+
+def _raise_stall(index: DocumentIndex, fix: RaiseStall, code: str) -> CodeAction | None:
+    info = index.info(fix.line)
+    if info is None or info.ctrl is None or fix.cycles <= 0:
+        return None
+    stall = min(15, info.ctrl.stall + fix.cycles)
+    new = replace(info.ctrl, stall=stall, yield_flag=info.ctrl.yield_flag or stall >= 12)
+    edit = set_control_edit(index, fix.line, new)
+    title = f"Raise the stall of line {fix.line + 1} to S{stall:02d} (+{fix.cycles} cycles)"
+    return CodeAction(title, "quickfix", (edit,), (code,), True) if edit else None
+
+
+def _clear_reuse(index: DocumentIndex, fix: ClearReuse, code: str) -> CodeAction | None:
+    if not 0 <= fix.line < len(index.lines):
+        return None
+    at = index.lines[fix.line].find(".reuse", fix.col)
+    if at < 0:
+        return None
+    edit = TextEdit(fix.line, at, fix.line, at + len(".reuse"), "")
+    return CodeAction("Drop this .reuse", "quickfix", (edit,), (code,), True)
 
 
 def set_control_edit(index: DocumentIndex, line: int, new_ctrl: object) -> TextEdit | None:

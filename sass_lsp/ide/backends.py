@@ -1,20 +1,20 @@
-"""Adapters to the core engines the IDE layer plugs into: the encoder (``sass_lsp.isa.encoder``) and the
-hazard checker (``sass_lsp.analysis``). Each is imported lazily and may be absent or fail: the IDE then
-degrades (no encoder diagnostics, no hazard findings) instead of failing.
-
-Also the registry for extra code-action providers (reorder suggestions, GPU timing): a provider is a
-callable ``(index, start_line, end_line, settings) -> list[CodeAction]`` registered with
-:func:`register_action_provider`.
+"""The IDE's view of two core engines: the encoder (``sass_lsp.isa.encoder``), whose tables load on first
+use per arch and may be missing for an arch (then no encoder diagnostics), and the hazard checker
+(``sass_lsp.analysis``), whose findings and typed fixes are converted to editor terms (0-based lines and
+columns).
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from sass_lsp.analysis import check_module
+from sass_lsp.analysis.findings import ClearReuse, Fix
+from sass_lsp.isa.encoder import EncodeError
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +36,11 @@ class EncoderAdapter:
     def check(self, text: str, pc: int, labels: dict[str, int]) -> EncodeProblem | None:
         try:
             self.encoder.encode(text, pc=pc, labels=labels)
-        except Exception as exc:  # EncodeError, or a bug in the encoder: both are per-line problems
-            message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            if not type(exc).__name__.endswith("EncodeError"):
-                log.warning("encoder raised %s on %r", type(exc).__name__, text, exc_info=True)
-                message = f"internal encoder error ({type(exc).__name__}): {message}"
-            return EncodeProblem(
-                message, int(getattr(exc, "col", 0) or 0), str(getattr(exc, "hint", "") or "")
-            )
+        except EncodeError as exc:
+            return EncodeProblem(exc.message, exc.col, exc.hint)
+        except Exception as exc:  # a bug in the encoder: a per-line problem, not a server failure
+            log.warning("encoder raised %s on %r", type(exc).__name__, text, exc_info=True)
+            return EncodeProblem(f"internal encoder error ({type(exc).__name__}): {exc}", 0, "")
         return None
 
     def known_opcodes(self) -> list[str]:
@@ -72,8 +69,9 @@ def encoder_for(arch: str | None) -> EncoderAdapter | None:
     with _encoders_lock:
         if arch not in _encoders:
             try:
-                module = importlib.import_module("sass_lsp.isa.encoder")
-                _encoders[arch] = EncoderAdapter(module.Encoder.for_arch(arch), arch)
+                from sass_lsp.isa.encoder import Encoder  # its tables load here (~0.2 s)
+
+                _encoders[arch] = EncoderAdapter(Encoder.for_arch(arch), arch)
             except Exception as exc:
                 log.info("no encoder for %s: %s", arch, exc)
                 _encoders[arch] = None
@@ -98,7 +96,7 @@ class Related:
 
 @dataclass(frozen=True)
 class Finding:
-    """A checker finding in editor terms (0-based lines and columns)."""
+    """A checker finding in editor terms (0-based lines and columns), with its typed fixes (likewise)."""
 
     code: str
     severity: str
@@ -108,99 +106,33 @@ class Finding:
     end_col: int
     message: str
     related: tuple[Related, ...] = ()
-    fixes: tuple[Any, ...] = ()  # the checker's own fix objects, passed to code actions as is
+    fixes: tuple[Fix, ...] = ()
 
 
-def _analysis_attr(*names: str) -> Callable[..., Any] | None:
-    """The first of ``names`` found in ``sass_lsp.analysis`` or its ``check``/``timeline`` modules."""
-    for module_name in ("sass_lsp.analysis", "sass_lsp.analysis.check", "sass_lsp.analysis.timeline"):
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:
-            continue
-        for name in names:
-            func = getattr(module, name, None)
-            if callable(func):
-                return func
-    return None
-
-
-def _checker() -> Callable[..., Any] | None:
-    return _analysis_attr("check_module")
-
-
-def _timeline() -> Callable[..., Any] | None:
-    return _analysis_attr("issue_timeline", "timeline_module", "timeline")
-
-
-def checker_available() -> bool:
-    return _checker() is not None
-
-
-def _as_related(obj: Any) -> Related | None:
-    try:
-        if isinstance(obj, tuple):
-            line, col, message = obj[0], obj[1], obj[-1]
-            return Related(int(line) - 1, max(0, int(col) - 1), max(0, int(col) - 1), str(message))
-        line = int(obj.line) - 1
-        col = max(0, int(getattr(obj, "col", 1)) - 1)
-        end_col = max(col, int(getattr(obj, "end_col", col + 1)) - 1)
-        return Related(line, col, end_col, str(getattr(obj, "message", "")))
-    except Exception:
-        return None
+def _editor_fix(fix: Fix) -> Fix:
+    if isinstance(fix, ClearReuse):
+        return ClearReuse(fix.line - 1, fix.col - 1)
+    return dataclasses.replace(fix, line=fix.line - 1)
 
 
 def run_checker(module: Any, arch: str) -> list[Finding]:
-    """Run ``check_module``; convert its 1-based findings to 0-based editor findings."""
-    check = _checker()
-    if check is None:
-        return []
+    """Run ``check_module``; its 1-based findings as 0-based editor findings."""
     out: list[Finding] = []
-    for raw in check(module, arch):
-        line = int(raw.line) - 1
-        col = max(0, int(getattr(raw, "col", 1)) - 1)
-        end_line = int(getattr(raw, "end_line", raw.line) or raw.line) - 1
-        end_col = max(0, int(getattr(raw, "end_col", col + 2) or col + 2) - 1)
-        related = tuple(
-            r for r in (_as_related(x) for x in getattr(raw, "related", ()) or ()) if r is not None
-        )
+    for raw in check_module(module, arch):
+        line = raw.line - 1
+        col = max(0, raw.col - 1)
+        related = tuple(Related(r.line - 1, 0, 0, r.message) for r in raw.related)
         out.append(
             Finding(
-                str(getattr(raw, "code", "hazard")),
-                str(getattr(raw, "severity", "warning")),
+                raw.code,
+                raw.severity,
                 line,
                 col,
-                max(line, end_line),
-                end_col,
-                str(raw.message),
+                max(line, raw.end_line - 1),
+                max(0, raw.end_col - 1),
+                raw.message,
                 related,
-                tuple(getattr(raw, "fixes", ()) or ()),
+                tuple(_editor_fix(f) for f in raw.fixes),
             )
         )
     return out
-
-
-def run_timeline(module: Any, arch: str) -> Any | None:
-    timeline = _timeline()
-    if timeline is None:
-        return None
-    try:
-        return timeline(module, arch)
-    except Exception:
-        log.warning("timeline failed", exc_info=True)
-        return None
-
-
-# ----------------------------------------------------------------------------------- action registry
-
-ActionProvider = Callable[..., list[Any]]
-_action_providers: dict[str, ActionProvider] = {}
-
-
-def register_action_provider(name: str, provider: ActionProvider) -> None:
-    """Plug in extra code actions (reorder, GPU timing); called with (index, start, end, settings)."""
-    _action_providers[name] = provider
-
-
-def action_providers() -> dict[str, ActionProvider]:
-    return dict(_action_providers)

@@ -299,7 +299,7 @@ def merge_same_range(diags: list[Diag]) -> list[Diag]:
 
 def all_diagnostics(index: DocumentIndex, arch: str | None, settings: Settings) -> list[Diag]:
     """Every lane, to completion (for the ``sass-lsp.check`` command and the CLI)."""
-    from sass_lsp.ide.backends import checker_available, encoder_for
+    from sass_lsp.ide.backends import encoder_for
 
     out = parse_diagnostics(index)
     adapter = encoder_for(arch) if settings.encoderDiagnostics else None
@@ -307,7 +307,7 @@ def all_diagnostics(index: DocumentIndex, arch: str | None, settings: Settings) 
         known = encode_known(index, adapter.arch)
         out += known.diags
         out += [d for d in (encode_pending(index, adapter, line) for line in known.pending) if d is not None]
-    if arch and settings.hazardDiagnostics and checker_available():
+    if arch and settings.hazardDiagnostics:
         for kernel in index.kernels:
             out += hazard_diagnostics(index, kernel, arch, settings)
     return sorted(out, key=lambda d: (d.line, d.col))

@@ -14,6 +14,7 @@ from sass_lsp.ide.index import DocumentIndex, Kernel, scoreboard_table
 from sass_lsp.ide.isa_facts import opcode_doc
 from sass_lsp.ide.lexer import line_detail
 from sass_lsp.ide.navigation import label_references, search_register, target_at
+from sass_lsp.ide.registers import line_registers
 from sass_lsp.isa.control import ControlCode
 
 MAX_LISTED = 12
@@ -172,7 +173,8 @@ def issue_cycle(index: DocumentIndex, kernel: Kernel, line: int) -> tuple[str, i
 def result_consumers(index: DocumentIndex, kernel: Kernel, line: int, window: int = 256) -> list[int]:
     """Instructions after ``line`` (within ``window`` instructions) that read a register it writes,
     before that register is written again."""
-    dests = {name for reg in line_detail(index.lines[line]).regs if reg.is_def for name in reg.covers()}
+    arch = index.file_arch
+    dests = {name for reg in line_registers(index.lines[line], arch) if reg.is_def for name in reg.covers}
     dests -= {"RZ", "PT", "URZ", "UPT"}
     if not dests:
         return []
@@ -180,15 +182,12 @@ def result_consumers(index: DocumentIndex, kernel: Kernel, line: int, window: in
     pos = bisect.bisect_right(lines, line)
     out: list[int] = []
     for ln in lines[pos : pos + window]:
-        text = index.lines[ln]
-        if not any(d in text for d in dests):
-            continue
-        regs = line_detail(text).regs
-        if any(not r.is_def and set(r.covers()) & dests for r in regs):
+        regs = line_registers(index.lines[ln], arch)
+        if any(not r.is_def and set(r.covers) & dests for r in regs):
             out.append(ln)
         for r in regs:
             if r.is_def:
-                dests -= set(r.covers())
+                dests -= set(r.covers)
         if not dests:
             break
     return out

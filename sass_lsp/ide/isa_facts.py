@@ -1,9 +1,9 @@
-"""Editor-facing opcode facts: one-line meanings, coarse latency classes and operand roles.
+"""Editor-facing opcode facts: one-line meanings and coarse latency classes for hover and completion.
 
-These are hover texts and heuristics for navigation (which operand is written), not timing data: the
-checker's tables (``sass_lsp.analysis``) are the source of truth for latencies when they exist, and the
-encoder's tables for which opcodes and modifiers are valid. The texts are shown to users as they are, so
-they carry no provenance tags: where a class comes from is said in the comments beside it.
+These are hover texts, not timing data or operand roles: which registers an instruction reads and writes
+is ``isa.semantics``'s (the checker's tables), and which opcodes and modifiers are valid the encoder's.
+The texts are shown to users as they are, so they carry no provenance tags: where a class comes from is
+said in the comments beside it.
 """
 
 from __future__ import annotations
@@ -106,82 +106,9 @@ OPCODES: dict[str, tuple[str, str]] = {
 
 BLOCK_ENDERS = frozenset({"BRA", "BRX", "JMP", "JMX", "RET", "EXIT", "CALL", "BPT"})
 
-# opcodes whose first operand is not a destination [guess: from the operand order nvdisasm prints]
-_NO_DEST = frozenset(
-    {
-        "ST",
-        "STG",
-        "STS",
-        "STL",
-        "STSM",
-        "RED",
-        "REDG",
-        "BRA",
-        "BRX",
-        "JMP",
-        "JMX",
-        "CALL",
-        "RET",
-        "EXIT",
-        "BAR",
-        "BSYNC",
-        "WARPSYNC",
-        "NOP",
-        "MEMBAR",
-        "DEPBAR",
-        "ERRBAR",
-        "CCTL",
-        "LDGSTS",
-        "LDGDEPBAR",
-        "WARPGROUP",
-        "UTMALDG",
-        "UTMASTG",
-        "UTMACCTL",
-        "UBLKCP",
-        "ARRIVES",
-        "FENCE",
-        "BPT",
-        "KILL",
-        "YIELD",
-    }
-)
-_TWO_PRED_DEST = frozenset({"ISETP", "FSETP", "DSETP", "HSETP2", "PSETP", "UISETP", "UPSETP"})
-
 
 def opcode_doc(opcode: str) -> tuple[str, str] | None:
     return OPCODES.get(opcode)
-
-
-def dest_count(opcode: str, modifiers: tuple[str, ...], operand_text: str) -> int:
-    """How many leading operands are written (heuristic, by operand position)."""
-    if opcode in _NO_DEST:
-        return 0
-    if opcode in _TWO_PRED_DEST:
-        return 2
-    if opcode in ("IADD3", "LEA", "IMAD", "UIADD3", "ULEA", "VIADD") and "X" not in modifiers:
-        # IADD3 R2, P0, P1, R0, ... : carry-out predicates follow the destination
-        parts = [p.strip() for p in operand_text.split(",")]
-        n_dest = 1
-        while n_dest < len(parts) - 1 and parts[n_dest][:1] == "P" and parts[n_dest][1:2] in "0123456T":
-            n_dest += 1
-        return n_dest
-    return 1
-
-
-def reg_width(opcode: str, modifiers: tuple[str, ...], op_idx: int, is_def: bool, suffix: str) -> int:
-    """Consecutive R registers covered by a register operand (vector loads/stores, wide results)."""
-    if suffix.startswith(".64"):
-        return 2
-    if is_def and opcode == "IMAD" and "WIDE" in modifiers:
-        return 2
-    memory = opcode.startswith(("LD", "ST", "ATOM", "RED", "SHFL")) or opcode in ("LDC", "ULDC", "CS2R")
-    stored = not is_def and opcode.startswith("ST") and op_idx >= 1
-    if memory and ((is_def and not opcode.startswith("ST")) or stored):
-        if "128" in modifiers:
-            return 4
-        if "64" in modifiers or opcode == "CS2R":
-            return 2
-    return 1
 
 
 # common sm_90 opcodes for completion when the encoder's tables are not available

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from sass_lsp.ide.isa_facts import dest_count, reg_width
 from sass_lsp.isa.control import ControlCode, ControlCodeError, parse_control
 
 
@@ -77,20 +76,13 @@ class LineInfo(NamedTuple):
 
 
 class RegRef(NamedTuple):
-    """A register named in an operand. ``name`` is canonical (R12, UR4, P0, UP1, B1, SB2, RZ, PT)."""
+    """A register token (for colouring and the cursor). ``name`` is canonical (R12, UR4, P0, UP1, B1, SB2,
+    RZ, PT). What an instruction reads and writes: ``ide.registers.line_registers`` (``isa.semantics``)."""
 
     name: str
     kind: str  # R, UR, P, UP, B, SB
     start: int
     end: int
-    is_def: bool
-    width: int = 1  # consecutive registers covered (LDG.E.128 R16 writes R16..R19)
-
-    def covers(self) -> list[str]:
-        if self.width == 1 or not self.name[len(self.kind) :].isdigit():
-            return [self.name]
-        base = int(self.name[len(self.kind) :])
-        return [f"{self.kind}{base + k}" for k in range(self.width)]
 
 
 @dataclass(frozen=True)
@@ -436,7 +428,7 @@ def _detail(line: str) -> LineDetail:
         kind = gm.group(1)
         name = f"{kind}{gm.group(2)}"
         gstart = gm.start() + (2 if line[gm.start() + 1] == "!" else 1)
-        guard = RegRef(name, kind, gstart, gm.end(), is_def=False)
+        guard = RegRef(name, kind, gstart, gm.end())
         tokens.append(Token(gstart, gm.end(), "predicate"))
         pos = gm.end()
         while pos < end and line[pos].isspace():
@@ -454,10 +446,9 @@ def _detail(line: str) -> LineDetail:
         tokens.append(Token(mpos + 1, mpos + 1 + len(mod), "modifier"))
         mpos += 1 + len(mod)
     operands = _split_operands(line, om.end(), end)
-    n_dest = dest_count(opcode, modifiers, line[om.end() : end])
     regs: list[RegRef] = [guard] if guard else []
     targets: list[tuple[str, int, int]] = []
-    for op_idx, (a, b) in enumerate(operands):
+    for a, b in operands:
         for m in _OPERAND_TOKEN.finditer(line, a, b):
             group = m.lastgroup
             if group == "word":
@@ -468,9 +459,7 @@ def _detail(line: str) -> LineDetail:
                         kind, "register"
                     )
                     tokens.append(Token(m.start(), m.end(), tok_kind))
-                    is_def = op_idx < n_dest and m.start() == a + (1 if line[a] in "-!~|" else 0)
-                    width = reg_width(opcode, modifiers, op_idx, is_def, line[m.end() : b])
-                    regs.append(RegRef(name, kind, m.start(), m.end(), is_def, width if kind == "R" else 1))
+                    regs.append(RegRef(name, kind, m.start(), m.end()))
                 elif word.startswith("SR_") or word == "SRZ":
                     tokens.append(Token(m.start(), m.end(), "specialRegister"))
                 elif word in _FLOAT_WORDS:

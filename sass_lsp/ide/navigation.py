@@ -189,7 +189,7 @@ def _scan(
     all_lines = index.lines
     n_hits = 0
     for line_no in line_nos:
-        hits = line_hits(line_no, all_lines[line_no], name, names, is_gpr)
+        hits = line_hits(line_no, all_lines[line_no], name, names, is_gpr, index.file_arch)
         out += hits
         n_hits += bool(hits)
     return n_hits

@@ -2,9 +2,12 @@
 wider one: LDG.E.128 R16 writes R16..R19), so that register hover, highlights and references are a
 look-up instead of a search of the kernel.
 
-Built from the cached per-line detail, in steps (the server runs them time-sliced after the diagnostics);
-an edit that keeps the document's structure updates it line by line (:func:`update_registers`, called by
-``update_index``). Until a kernel's index is built, features search the kernel (``navigation``).
+Each line's registers are :func:`line_registers`: ``isa.semantics``'s reading of the instruction for the
+document's arch (the checker's), so the editor and the checker agree on what a line reads and writes; a
+document whose arch has no table shows registers without roles. Built in steps (the server runs them
+time-sliced after the diagnostics); an edit that keeps the document's structure updates it line by line
+(:func:`update_registers`, called by ``update_index``). Until a kernel's index is built, features search
+the kernel (``navigation``).
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ from __future__ import annotations
 import bisect
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
-from sass_lsp.ide.lexer import RegRef, line_detail
+from sass_lsp.ide.lexer import classify_line, line_detail
+from sass_lsp.isa.archs import UnsupportedArch
+from sass_lsp.isa.semantics import Semantics, load_semantics, unit_name
 
 if TYPE_CHECKING:
     from sass_lsp.ide.index import DocumentIndex, Kernel
@@ -30,26 +36,60 @@ class Occurrence(NamedTuple):
     via: str = ""  # set when the register is covered by a wider operand (e.g. 'R16' of LDG.E.128)
 
 
-def search_names(name: str) -> tuple[bool, list[str]]:
-    """Whether ``name`` is a general register, and the names whose text a line must contain to name it
-    (itself, and for R<n> the registers up to three below, whose wide operands may cover it)."""
-    is_gpr = name.startswith("R") and name[1:].isdigit()
-    names = [name]
-    if is_gpr:
-        base = int(name[1:])
-        names += [f"R{base - k}" for k in range(1, 4) if base - k >= 0]
-    return is_gpr, names
+class LineRegister(NamedTuple):
+    """A register named on a line: its span, whether the instruction writes it, and the registers it
+    covers (``HGMMA.64x128x16.F32 R24`` covers R24..R87), as ``isa.semantics`` reads the instruction."""
+
+    name: str
+    start: int
+    end: int
+    is_def: bool
+    covers: tuple[str, ...]
 
 
-def line_hits(line_no: int, text: str, name: str, names: list[str], is_gpr: bool) -> list[Occurrence]:
-    """Where the line ``text`` reads or writes ``name`` (``names``, ``is_gpr``: from :func:`search_names`)."""
-    if not any(n in text for n in names):
-        return []
+def semantics_for(arch: str | None) -> Semantics | None:
+    """The arch's semantics table; None when the arch is unknown or has no table (then no roles)."""
+    if not arch:
+        return None
+    try:
+        return load_semantics(arch)
+    except UnsupportedArch:
+        return None
+
+
+@lru_cache(maxsize=131072)
+def line_registers(line: str, arch: str | None) -> tuple[LineRegister, ...]:
+    """The registers of an instruction line. With the arch's table: read and written as the checker reads
+    them (wide and paired operands, ``PR``, carry-out predicates); without one: the lexer's register
+    tokens, none of them written and each covering itself only."""
+    sem = semantics_for(arch)
+    info = classify_line(line)
+    if sem is None or info.kind != "instruction" or info.text_start < 0:
+        return tuple(LineRegister(r.name, r.start, r.end, False, (r.name,)) for r in line_detail(line).regs)
+    at = info.text_start
     out = []
-    for reg in line_detail(text).regs:
+    for ref in sem.register_refs(line[at : info.text_end]):
+        covers = tuple(unit_name(u) for u in ref.units) or (ref.name,)
+        start = at + ref.start
+        out.append(LineRegister(ref.name, start, start + len(ref.name), ref.written, covers))
+    return tuple(out)
+
+
+def search_names(name: str) -> tuple[bool, list[str]]:
+    """Whether ``name`` is a general register, and ``[name]`` (kept for callers that pre-filter lines: a
+    wide operand may cover ``name`` without naming it, so only lines without any register are skipped)."""
+    return name.startswith("R") and name[1:].isdigit(), [name]
+
+
+def line_hits(
+    line_no: int, text: str, name: str, names: list[str], is_gpr: bool, arch: str | None = None
+) -> list[Occurrence]:
+    """Where the line ``text`` reads or writes ``name``, as an operand or inside a wider one."""
+    out = []
+    for reg in line_registers(text, arch):
         if reg.name == name:
             out.append(Occurrence(line_no, reg.start, reg.end, reg.is_def))
-        elif is_gpr and reg.width > 1 and name in RegRef.covers(reg):
+        elif name in reg.covers:
             out.append(Occurrence(line_no, reg.start, reg.end, reg.is_def, via=reg.name))
     return out
 
@@ -62,21 +102,22 @@ class RegisterIndex:
     n_lines: dict[str, int]
 
 
-def _line_names(text: str) -> set[str]:
+def _line_names(text: str, arch: str | None) -> set[str]:
     names: set[str] = set()
-    for reg in line_detail(text).regs:
-        names.update(reg.covers())
+    for reg in line_registers(text, arch):
+        names.add(reg.name)
+        names.update(reg.covers)
     return names
 
 
-def _hits_by_name(line_no: int, text: str, names: Iterable[str]) -> dict[str, list[Occurrence]]:
-    out = {}
-    for name in names:
-        is_gpr, wanted = search_names(name)
-        hits = line_hits(line_no, text, name, wanted, is_gpr)
-        if hits:
-            out[name] = sorted(hits, key=lambda o: o.start)
-    return out
+def _hits_by_name(line_no: int, text: str, arch: str | None) -> dict[str, list[Occurrence]]:
+    out: dict[str, list[Occurrence]] = {}
+    for reg in line_registers(text, arch):
+        out.setdefault(reg.name, []).append(Occurrence(line_no, reg.start, reg.end, reg.is_def))
+        for name in reg.covers:
+            if name != reg.name:
+                out.setdefault(name, []).append(Occurrence(line_no, reg.start, reg.end, reg.is_def, reg.name))
+    return {name: sorted(hits, key=lambda o: o.start) for name, hits in out.items()}
 
 
 def kernel_registers(index: DocumentIndex, kernel: Kernel) -> RegisterIndex | None:
@@ -94,7 +135,7 @@ def build_steps(index: DocumentIndex, kernel: Kernel) -> Generator[None, None, N
     all_lines = index.lines
     for pos, line in enumerate(kernel.instr_lines):
         text = all_lines[line]
-        for name, hits in _hits_by_name(line, text, _line_names(text)).items():
+        for name, hits in _hits_by_name(line, text, index.file_arch).items():
             occurrences.setdefault(name, []).extend(hits)
             n_lines[name] = n_lines.get(name, 0) + 1
         if pos % STEP_LINES == STEP_LINES - 1:
@@ -117,10 +158,10 @@ def update_registers(
         if reg_index is None or old.lines[line] == new.lines[line]:
             continue
         text = new.lines[line]
-        after = _hits_by_name(line, text, _line_names(text))
+        after = _hits_by_name(line, text, new.file_arch)
         occurrences = dict(reg_index.occurrences)
         n_lines = dict(reg_index.n_lines)
-        for name in _line_names(old.lines[line]) | set(after):
+        for name in _line_names(old.lines[line], old.file_arch) | set(after):
             occ = occurrences.get(name, ())
             lo = bisect.bisect_left(occ, (line,))
             hi = bisect.bisect_left(occ, (line + 1,))

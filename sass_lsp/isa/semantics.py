@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sass_lsp._native import mypyc_attr
 from sass_lsp.isa.archs import UnsupportedArch, table_arch
@@ -38,6 +38,8 @@ UNIT_BASE = {"R": 0, "P": 256, "UR": 300, "UP": 400}
 ZERO_INDEX = {"R": 255, "UR": 63, "P": 7, "UP": 7}
 ALL_PREDS = tuple(UNIT_BASE["P"] + i for i in range(7))
 SOURCE_RANK = {"measured": 4, "3rd": 3, "exp": 2, "guess": 1}
+# Memory spaces as bits of a mask (the table's ``memory`` rows name them).
+SPACE_BITS = {"global": 1, "shared": 2, "local": 4}
 
 
 def unit_name(unit: int) -> str:
@@ -100,6 +102,15 @@ class Effects:
     use_units: frozenset[int] = frozenset()  # union of src units (incl. guard)
 
 
+class RegisterRef(NamedTuple):
+    """A register an instruction names: ``start`` is the column of its name in the instruction text."""
+
+    start: int
+    name: str  # as written: R24, UR4, P0, RZ, PR
+    units: tuple[int, ...]  # what it covers (R24..R87 for an HGMMA accumulator; () for RZ, PT)
+    written: bool
+
+
 @dataclass(frozen=True)
 class LatencyRow:
     producer: str
@@ -145,6 +156,18 @@ class Semantics:
         }
         self.var_latency: dict[str, dict] = data.get("var_latency", {})
         self.params: dict[str, dict] = data.get("params", {})
+        # opcode -> (spaces read, spaces written) as SPACE_BITS masks; opcodes without a row touch no memory
+        self.memory: dict[str, tuple[int, int]] = {
+            op: (_space_mask(row["reads"]), _space_mask(row["writes"]))
+            for op, row in data.get("memory", {}).items()
+        }
+        # opcode -> "fence" (orders against every memory access) | "barrier" (nothing crosses it)
+        self.ordering: dict[str, str] = {op: row["kind"] for op, row in data.get("ordering", {}).items()}
+        marks = self.params.get("positional_reads", {}).get("value", [])
+        self._positional = re.compile(
+            "|".join(("\\b" if m[:1].isalnum() else "") + re.escape(m) for m in marks) or "(?!)"
+        )
+        self._refs: dict[str, tuple[RegisterRef, ...]] = {}
         self._info_cache: dict[tuple[str, tuple[str, ...]], dict] = {}
         self._widths: dict[tuple[str, tuple[str, ...]], Any] = {}  # (opcode, mods) -> _width_rules
         self._eff: dict[str, Effects] = {}
@@ -202,6 +225,35 @@ class Semantics:
         """A parameter for one case (``by_writer``: the writing instruction's pipe), else its value."""
         row = self.params.get(name)
         return None if row is None else int(row.get("by_writer", {}).get(key, row["value"]))
+
+    def memory_spaces(self, opcode: str) -> tuple[int, int] | None:
+        """``(spaces read, spaces written)`` (:data:`SPACE_BITS` masks) of a memory instruction, else None."""
+        return self.memory.get(opcode)
+
+    def is_fence(self, opcode: str) -> bool:
+        """Whether the instruction orders against every memory access (and every other fence)."""
+        return self.ordering.get(opcode) == "fence"
+
+    def is_barrier(self, opcode: str) -> bool:
+        """Whether no instruction may cross it (control flow, convergence, scoreboard and warp state)."""
+        return self.ordering.get(opcode) == "barrier"
+
+    def positional(self, text: str) -> bool:
+        """Whether the instruction reads something that depends on when or where it issues (clocks,
+        counters, the PC) or has a label operand (a pc-relative encoding)."""
+        return self._positional.search(text) is not None
+
+    def register_refs(self, text: str) -> tuple[RegisterRef, ...]:
+        """Every register the instruction names, where it stands in ``text`` and what it covers: the same
+        scan :meth:`effects` reads, so an editor that shows these agrees with the checker (wide and paired
+        operands, ``PR``, carry-out predicates)."""
+        hit = self._refs.get(text)
+        if hit is None:
+            hit = _register_refs(_scan(self, text), text)
+            if len(self._refs) >= _CACHE_MAX:
+                self._refs.clear()
+            self._refs[text] = hit
+        return hit
 
     def assumed_latency(self, queue: str | None) -> int:
         row = self.var_latency.get(queue or "", self.var_latency.get("default"))
@@ -425,6 +477,13 @@ def load_semantics(arch: str) -> Semantics:
     except FileNotFoundError as err:
         raise UnsupportedArch(f"no semantics table for {arch}") from err
     return Semantics(arch, json.loads(raw))
+
+
+def _space_mask(names: list[str]) -> int:
+    mask = 0
+    for name in names:
+        mask |= SPACE_BITS[name]
+    return mask
 
 
 def supported_arches() -> list[str]:
@@ -759,6 +818,7 @@ def _scan(sem: Semantics, text: str) -> _Scan:
             srcs.append((units, "src", src_idx, reuse, col, hi))
             src_rng.append((first, first + 1))
             src_idx += 1
+    _unread_registers(body, rest_col, cons, srcs, src_rng)
     if guard is not None:
         srcs.append(((guard,), "guard", -1, False, 0, 0))
         src_rng.append((0, 1))
@@ -786,6 +846,71 @@ def _scan(sem: Semantics, text: str) -> _Scan:
         target_at = [at(p) for p in target_at]
         mem = [(at(a), at(b)) for a, b in mem]
     return _Scan(head, guard, dsts, srcs, cons, dst_rng, src_rng, imm_at, target_at, mem)
+
+
+# A register anywhere in the operands (what _unread_registers and reused_units look for).
+_NAMED = re.compile(r"(?<![A-Za-z0-9_])(UR|UP|R|P)(\d+)(?![A-Za-z0-9_])\|?((?:\.[A-Za-z0-9_]+)*)")
+
+
+def _suffix_width(suffix: str) -> int:
+    return 4 if ".128" in suffix else 2 if ".64" in suffix else 1
+
+
+def _unread_registers(body: str, start: int, cons: list, srcs: list, src_rng: list) -> None:
+    """Registers in the operands that no operand form above read (outside labels) count as sources, so
+    that every consumer (checker, scheduler, editor) orders and waits on them: conservative."""
+    seen = {c[0] for c in cons}
+    labels = [m.span() for m in _LABEL.finditer(body, start)]
+    for m in _NAMED.finditer(body, start):
+        at = m.start(2)
+        if at in seen or any(a <= at < b for a, b in labels):
+            continue
+        kind = m.group(1)
+        w = _suffix_width(m.group(3))
+        units = _span(kind, m.group(2), w)
+        if units:
+            src_rng.append((len(cons), len(cons) + 1))
+            cons.append((at, kind, w, units))
+            srcs.append((units, "src", -1, False, m.start(), 0))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def reused_units(text: str) -> frozenset[int]:
+    """The register units the text marks ``.reuse`` (as written: ``R4.reuse`` is R4 alone, whatever the
+    operand's width)."""
+    body = text.split("//", 1)[0].split("(*", 1)[0]
+    if ".reuse" not in body:
+        return frozenset()
+    head = _GUARD.match(body)
+    om = _OPC.match(body, head.end() if head else 0)
+    out: list[int] = []
+    for m in _NAMED.finditer(body, om.end() if om else 0):
+        if ".reuse" in m.group(3):
+            out += _span(m.group(1), m.group(2), _suffix_width(m.group(3)))
+    return frozenset(out)
+
+
+def _register_refs(scan: _Scan, text: str) -> tuple[RegisterRef, ...]:
+    """The registers of one scan, each with its position and the role of its operand."""
+    out: list[RegisterRef] = []
+    for written, rngs, cols in (
+        (True, scan.dst_rng, [d[1] for d in scan.dsts]),
+        (False, scan.src_rng, [s[4] for s in scan.srcs]),
+    ):
+        for (a, b), col in zip(rngs, cols, strict=True):
+            for pos, kind, _w, units in scan.cons[a:b]:
+                if pos < 0:  # PR: no register number
+                    start = text.find("PR", col)
+                    out.append(RegisterRef(start, "PR", units, written))
+                    continue
+                m = _NAME_AT.match(text, pos)
+                start = pos - len(kind)
+                out.append(RegisterRef(start, kind + (m.group() if m else ""), units, written))
+    out.sort()
+    return tuple(out)
+
+
+_NAME_AT = re.compile(r"\d+|Z|T")
 
 
 @functools.lru_cache(maxsize=1 << 10)

@@ -26,14 +26,15 @@ The model (conservative: a wrong move corrupts a kernel, a missed one only costs
 - Registers: RAW/WAR/WAW over ``Effects.use_units``/``def_units`` (GPR spans, predicates, uniform
   registers and predicates, guards); complementary guards still count.
 - Memory: loads may pass loads; a store or atomic orders against every access of a space that may alias.
-  Spaces: global, shared, local; generic (LD/ST/ATOM/RED) and unknown aliases all. LDGSTS reads global and
-  writes shared, HGMMA reads shared. Fences (BAR, MEMBAR, FENCE, ERRBAR, CCTL, LDGDEPBAR, SYNCS, TMA/bulk
-  copies, HGMMA) order against every memory access and each other, and never move.
+  The spaces each opcode reads and writes are the semantics table's ``memory`` rows (generic LD/ST/ATOM/RED
+  alias all; LDGSTS reads global and writes shared, HGMMA reads shared). Fences (its ``ordering`` rows of
+  kind ``fence``: BAR, MEMBAR, CCTL, SYNCS, TMA/bulk copies, HGMMA, ...) order against every memory access
+  and each other, and never move.
 - Full barriers (nothing crosses them, they never move): the block's last instruction (branch, exit or the
-  fall-through instruction: successors then see the same scoreboards drained), DEPBAR, WARPGROUP.*, CALL,
-  convergence and warp-state instructions (BSSY, BSYNC, WARPSYNC, BMOV, ...), clock, performance-counter and
-  PC reads (LEPC), instructions with a label operand (their encoding may depend on their address), and
-  anything the semantics table does not know.
+  fall-through instruction: successors then see the same scoreboards drained), the table's ``ordering``
+  rows of kind ``barrier`` (DEPBAR, WARPGROUP.*, CALL, convergence and warp-state instructions, LEPC, ...),
+  instructions with a positional read (``Semantics.positional``: clocks, performance counters, a label
+  operand whose encoding may depend on its address), and anything the semantics table does not know.
 - Scoreboards: a variable-latency result without a W scoreboard is completed only by a younger op of its
   queue (hazards "in-order sharing"), so it keeps its order against its queue, and its readers stay after
   the younger ops that complete it. Producers on a scoreboard that some ``DEPBAR.LE SBn, k>0`` counts keep
@@ -46,7 +47,6 @@ The model (conservative: a wrong move corrupts a kernel, a missed one only costs
 - Distances: a fixed-latency RAW longer than one stall field (15 cycles), or such a distance to a
   successor block, keeps enough instructions in between (anchor edges) for the repair to meet it; readers of
   results still in flight at block entry stay behind enough instructions for the same reason.
-- Registers the semantics scanner misses in the text (``|R4|.reuse``) count as reads (``text_registers``).
 
 Shared with :mod:`.repair` (not for other callers): ``kernel_context`` (per-kernel cache: the checker's entry
 states and thresholds, ``NodeFacts`` per node, ``BlockFacts`` per block with the distance constraints the
@@ -64,7 +64,6 @@ import bisect
 import functools
 import itertools
 import math
-import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,7 +73,7 @@ import numpy as np
 
 from sass_lsp.analysis.hazards import Checker, Event, State
 from sass_lsp.analysis.program import Ctrl, Kernel, Node
-from sass_lsp.isa.semantics import UNIT_BASE, ZERO_INDEX, Semantics, unit_kind
+from sass_lsp.isa.semantics import UNIT_BASE, Semantics, unit_kind
 from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDGE_WAR, EDGE_WAW
 
 MAX_STALL = 15  # 4-bit stall field
@@ -100,41 +99,6 @@ UNTRUSTED_RAW_FLOOR = 6
 # enough on the H200: a LOP3 rewriting R27 15 cycles after `LDS R15, [R27+UR4+0x2900]` (ptxas: 50), behind a
 # burst of LDS/STG, gave wrong results twice.
 LATE_READ_CAP = 64
-
-_G, _S, _L = 1, 2, 4
-_ALL = _G | _S | _L
-# (read spaces, written spaces) per memory opcode; other memory ops alias everything.
-_MEM = {
-    "LDG": (_G, 0),
-    "STG": (0, _G),
-    "ATOMG": (_G, _G),
-    "REDG": (_G, _G),
-    "LDS": (_S, 0),
-    "LDSM": (_S, 0),
-    "STS": (0, _S),
-    "STSM": (0, _S),
-    "ATOMS": (_S, _S),
-    "LDL": (_L, 0),
-    "STL": (0, _L),
-    "LD": (_ALL, 0),
-    "ST": (0, _ALL),
-    "ATOM": (_ALL, _ALL),
-    "RED": (_ALL, _ALL),
-    "LDGSTS": (_G, _S),
-}
-_FENCES = frozenset(
-    {"BAR", "LDGDEPBAR", "MEMBAR", "FENCE", "ERRBAR", "CGAERRBAR", "CCTL", "SYNCS", "ACQBULK"}
-    | {"UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UTMACCTL", "UTMACMDFLUSH", "UBLKCP", "UBLKPF", "UBLKRED"}
-)
-_BARRIERS = frozenset(
-    {"DEPBAR", "WARPGROUP", "WARPGROUPSET", "CALL", "RET", "EXIT", "BRA", "BRX", "JMP", "JMX"}
-    | {"BSSY", "BSYNC", "WARPSYNC", "BMOV", "B2R", "BREAK", "KILL", "NANOSLEEP", "YIELD", "PREEXIT", "BPT"}
-    | {"USETMAXREG", "UCGABAR_ARV", "UCGABAR_WAIT", "ENDCOLLECTIVE", "LEPC", "?"}
-)
-# Time and position dependent reads (clocks, counters, the PC) and label operands (pc-relative encodings).
-_POSITIONAL = re.compile(r"\bSR_(CLOCK|GLOBALTIMER|PM|VIRTUALPC)|`\(")
-_REG_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(UR|UP|R|P)(\d+)\|?((?:\.[A-Za-z0-9_]+)*)")
-_HEAD = re.compile(r"\s*(?:@!?U?P[0-9T]\s+)?[A-Z][A-Z0-9_.]*")
 
 
 # ---------------------------------------------------------------- public API
@@ -295,7 +259,7 @@ class KernelContext:
         self.bar_gap: int = checker.bar_gap
         self.max_noyield = sem.param("max_stall_without_yield")
         self.sb_set = sem.param("scoreboard_set_cycles") or 0
-        self.nodes = [_node_facts(nd) for nd in k.nodes]
+        self.nodes = [_node_facts(nd, sem) for nd in k.nodes]
         self.gmma_units = frozenset(u for f in self.nodes if f.gmma for u in f.touch if u < 256)
         self.keep_sbs = 0  # scoreboards some DEPBAR.LE counts with k > 0
         for f in self.nodes:
@@ -408,42 +372,11 @@ def exit_bounds(ctx: KernelContext, facts: BlockFacts, entry: State) -> tuple[di
 # ---------------------------------------------------------------- internals
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def text_registers(text: str) -> tuple[frozenset[int], frozenset[int]]:
-    """(every register unit the operand text names, the units marked ``.reuse``), read from the text alone:
-    a safety net for operand forms the semantics scanner misses (``|R4|.reuse``)."""
-    body = text.split("//", 1)[0].split("(*", 1)[0]
-    head = _HEAD.match(body)
-    named: list[int] = []
-    reused: list[int] = []
-    for token in _REG_TOKEN.findall(body, head.end() if head else 0):
-        hit = _TOKEN_UNITS.get(token)
-        if hit is None:
-            hit = _TOKEN_UNITS[token] = _token_units(*token)
-        named += hit[0]
-        reused += hit[1]
-    return frozenset(named), frozenset(reused) if reused else _NONE
-
-
-# (kind, number, suffix) -> (units, units marked .reuse): a few hundred distinct tokens name every register
-# of a kernel, so the first request for a kernel of thousands of new texts looks each up once.
-_TOKEN_UNITS: dict[tuple[str, str, str], tuple[tuple[int, ...], tuple[int, ...]]] = {}
-
-
-def _token_units(kind: str, number: str, suffix: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    n, zero = int(number), ZERO_INDEX[kind]
-    if n == zero:
-        return (), ()
-    width = 4 if ".128" in suffix else 2 if ".64" in suffix else 1
-    units = tuple(UNIT_BASE[kind] + n + w for w in range(width) if n + w < zero)
-    return units, units if ".reuse" in suffix else ()
-
-
 # (text, index) -> (Effects, control code, facts), kept across kernels (facts are never changed)
 _NODE_FACTS: dict[tuple[str, int], tuple[Any, Ctrl, NodeFacts]] = {}
 
 
-def _node_facts(nd: Node) -> NodeFacts:
+def _node_facts(nd: Node, sem: Semantics) -> NodeFacts:
     """Cached per (text, index, control code) and Effects object (another arch's table gives another one):
     after an edit only the instructions it changed (or moved) cost anything. The control code is compared
     on a hit rather than hashed into the key (hashing it costs a new kernel a microsecond per node)."""
@@ -453,22 +386,19 @@ def _node_facts(nd: Node) -> NodeFacts:
         return hit[2]
     if len(_NODE_FACTS) >= 1 << 16:
         _NODE_FACTS.clear()
-    facts = _compute_node_facts(nd)
+    facts = _compute_node_facts(nd, sem)
     _NODE_FACTS[key] = (nd.eff, nd.ctrl, facts)
     return facts
 
 
-def _compute_node_facts(nd: Node) -> NodeFacts:
+def _compute_node_facts(nd: Node, sem: Semantics) -> NodeFacts:
     eff, c = nd.eff, nd.ctrl
     never = eff.never
     gmma = "gmma" in eff.flags
     uses = frozenset() if never else eff.use_units
     defs = frozenset() if never else eff.def_units
-    # Registers the scanner missed count as reads: ordered, waited on and spaced like any source.
-    missed = frozenset() if never else text_registers(nd.text)[0] - uses - defs
-    uses |= missed
     late = uses - _NOT_LATE
-    reads: list[tuple[int, str]] = [(u, unit_kind(u)) for u in sorted(missed)] if missed else []
+    reads: list[tuple[int, str]] = []
     for op in () if never else eff.srcs:
         key = (op.units, op.role, op.hi)
         hit = _OPERAND_READS.get(key)
@@ -490,11 +420,7 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
         for op in eff.dsts:
             for n, u in enumerate(op.units):
                 dst_pipe[u] = eff.pipe + "_hi" if op.hi and n >= op.hi else eff.pipe
-    mem = _MEM.get(eff.opcode)
-    if mem is None and not eff.flags.isdisjoint(_LOAD_STORE):
-        mem = (_ALL, _ALL)
-    if gmma:
-        mem = (_S, 0)
+    mem = sem.memory_spaces(eff.opcode)
     depbar = None
     if "depbar" in eff.flags and eff.sb_set:
         keep = eff.imm[0] if eff.imm and "LE" in eff.modifiers else 0
@@ -528,7 +454,6 @@ def _compute_node_facts(nd: Node) -> NodeFacts:
     )
 
 
-_LOAD_STORE = frozenset({"load", "store"})
 _UNIFORM = frozenset(range(UNIT_BASE["UR"], 512))  # uniform registers and predicates
 # Units that are not late-read sources: predicates and uniform predicates (units end below 512, UP7).
 _NOT_LATE = frozenset(range(256, 300)) | frozenset(range(400, 512))
@@ -728,13 +653,8 @@ class _Edges:
         return EdgeMap(pairs // self.stride, pairs % self.stride, bits)
 
 
-def _is_barrier(f: NodeFacts, nd: Node) -> bool:
-    return f.opcode in _BARRIERS or f.pipe == "unknown" or _positional(nd.text)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _positional(text: str) -> bool:
-    return bool(_POSITIONAL.search(text))
+def _is_barrier(f: NodeFacts, nd: Node, sem: Semantics) -> bool:
+    return sem.is_barrier(f.opcode) or f.pipe == "unknown" or sem.positional(nd.text)
 
 
 def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
@@ -750,7 +670,7 @@ def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
     if not idxs:
         return BlockDeps(block, b.start, b.end, {}, frozenset())
     _register_edges(facts, edges)
-    _memory_edges(facts, edges, fixed)
+    _memory_edges(facts, edges, fixed, ctx.sem)
     last = b.end - 1
     fixed.add(last)
     barriers.add(last)
@@ -760,7 +680,7 @@ def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
         f = info[j]
         if f.never or f.gmma or f.opcode == "NOP" or f.depbar:
             fixed.add(j)
-        if _is_barrier(f, k.nodes[j]):
+        if _is_barrier(f, k.nodes[j], ctx.sem):
             fixed.add(j)
             barriers.add(j)
             edges.add_before(range(b.start, j), j, EDGE_ORDER)
@@ -799,12 +719,12 @@ def _register_edges(facts: BlockFacts, edges: _Edges) -> None:
             readers.setdefault(u, []).append(j)
 
 
-def _memory_edges(facts: BlockFacts, edges: _Edges, fixed: set[int]) -> None:
+def _memory_edges(facts: BlockFacts, edges: _Edges, fixed: set[int], sem: Semantics) -> None:
     # Earlier accesses grouped by (read spaces, written spaces, fence): one test per group, not per access.
     groups: dict[tuple[int, int, bool], list[int]] = {}
     for j in range(facts.start, facts.end):
         f = facts.info[j]
-        fence = f.opcode in _FENCES or f.gmma
+        fence = sem.is_fence(f.opcode)
         if fence:
             fixed.add(j)
         if f.mem is not None or fence:

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 from sass_lsp.analysis.hazards import Event, State
 from sass_lsp.analysis.program import Block, Ctrl, Kernel, Node, encode_ctrl
-from sass_lsp.isa.semantics import Semantics
+from sass_lsp.isa.semantics import Semantics, reused_units
 from sass_lsp.schedule.deps import (
     MAX_STALL,
     BlockFacts,
@@ -64,7 +64,6 @@ from sass_lsp.schedule.deps import (
     entry_bounds,
     exit_bounds,
     kernel_context,
-    text_registers,
 )
 
 _REUSE = re.compile(r"\.reuse\b")
@@ -180,7 +179,7 @@ def repaired_texts(k: Kernel, block: int, order: Sequence[int], ctrls: Sequence[
     out = []
     for p, x in enumerate(order):
         nd = nodes[x]
-        reused = text_registers(nd.text)[1]
+        reused = reused_units(nd.text)
         if not reused:
             out.append(nd.text)
             continue
@@ -587,7 +586,7 @@ def _window(nodes: Sequence[Node], after: Iterable[int], unit: int) -> list[int]
 
 def _touches(nd: Node, unit: int) -> bool:
     eff = nd.eff
-    return unit in eff.use_units or unit in eff.def_units or unit in text_registers(nd.text)[0]
+    return unit in eff.use_units or unit in eff.def_units
 
 
 def _split(line: str, nd: Node) -> tuple[int, int]:

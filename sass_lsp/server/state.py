@@ -26,7 +26,7 @@ from pygls.protocol.language_server import lsp_method
 from sass_lsp import __version__
 from sass_lsp.children import exit_with
 from sass_lsp.ide import diagnostics as diag_mod
-from sass_lsp.ide.backends import EncoderAdapter, checker_available, encoder_for, encoder_loaded
+from sass_lsp.ide.backends import EncoderAdapter, encoder_for, encoder_loaded
 from sass_lsp.ide.diagnostics import Diag
 from sass_lsp.ide.index import DocumentIndex, Kernel, block_steps, build_index, update_index
 from sass_lsp.ide.registers import build_steps
@@ -363,7 +363,7 @@ class SassLanguageServer(LanguageServer):
         hazards: list[Diag] = []
         stale_kernels = []
         previous = self.last_hazards.get(snap.uri, {}) if snap.base is not None else {}
-        if settings.hazardDiagnostics and snap.arch and checker_available():
+        if settings.hazardDiagnostics and snap.arch:
             for kernel in index.kernels:
                 cached = diag_mod.cached_findings(index, kernel, snap.arch)
                 if cached is None:
@@ -512,7 +512,7 @@ class SassLanguageServer(LanguageServer):
         """Publish the complete diagnostics of a snapshot and remember them for the next edit."""
         snap.encode_map = {d.line: d for d in encode}
         per_kernel: dict[int, list[Diag]] = {}
-        if self.settings.hazardDiagnostics and snap.arch and checker_available():
+        if self.settings.hazardDiagnostics and snap.arch:
             for kernel in index.kernels:
                 if diag_mod.cached_findings(index, kernel, snap.arch) is not None:
                     per_kernel[kernel.section.line] = diag_mod.hazard_diagnostics(

@@ -164,6 +164,134 @@ VARIANTS: dict[str, dict] = {
     "B2R.RESULT": {"dst": "n"},
 }
 
+# Memory spaces each memory opcode reads and writes (global, shared, local; generic LD/ST/ATOM/RED may be
+# any of them). LDGSTS reads global and writes shared; a warpgroup MMA reads its operands from shared.
+MEMORY: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "LDG": (("global",), ()),
+    "STG": ((), ("global",)),
+    "ATOMG": (("global",), ("global",)),
+    "REDG": (("global",), ("global",)),
+    "LDS": (("shared",), ()),
+    "LDSM": (("shared",), ()),
+    "STS": ((), ("shared",)),
+    "STSM": ((), ("shared",)),
+    "ATOMS": (("shared",), ("shared",)),
+    "LDL": (("local",), ()),
+    "STL": ((), ("local",)),
+    "LD": (("global", "shared", "local"), ()),
+    "ST": ((), ("global", "shared", "local")),
+    "ATOM": (("global", "shared", "local"), ("global", "shared", "local")),
+    "RED": (("global", "shared", "local"), ("global", "shared", "local")),
+    "LDGSTS": (("global",), ("shared",)),
+    **{op: (("shared",), ()) for op in ("HGMMA", "IGMMA", "QGMMA", "BGMMA")},
+}
+MEMORY_REF = "PTX ISA state spaces of the SASS memory opcodes (LDG/STG global, LDS/STS shared, LDL/STL local)"
+ALL_SPACES = ("global", "shared", "local")
+# Fences order against every memory access and each other; barriers are crossed by nothing. The reorder
+# game never moves either.
+FENCES = [
+    "BAR",
+    "LDGDEPBAR",
+    "MEMBAR",
+    "FENCE",
+    "ERRBAR",
+    "CGAERRBAR",
+    "CCTL",
+    "SYNCS",
+    "ACQBULK",
+    "UTMALDG",
+    "UTMASTG",
+    "UTMAPF",
+    "UTMAREDG",
+    "UTMACCTL",
+    "UTMACMDFLUSH",
+    "UBLKCP",
+    "UBLKPF",
+    "UBLKRED",
+    "HGMMA",
+    "IGMMA",
+    "QGMMA",
+    "BGMMA",
+]
+BARRIERS = [
+    "DEPBAR",
+    "WARPGROUP",
+    "WARPGROUPSET",
+    "CALL",
+    "RET",
+    "EXIT",
+    "BRA",
+    "BRX",
+    "JMP",
+    "JMX",
+    "BSSY",
+    "BSYNC",
+    "WARPSYNC",
+    "BMOV",
+    "B2R",
+    "BREAK",
+    "KILL",
+    "NANOSLEEP",
+    "YIELD",
+    "PREEXIT",
+    "BPT",
+    "USETMAXREG",
+    "UCGABAR_ARV",
+    "UCGABAR_WAIT",
+    "ENDCOLLECTIVE",
+    "LEPC",
+]
+ORDERING_REF = {
+    "fence": "synchronisation, cache-control, asynchronous-copy and warpgroup-MMA opcodes: memory order is "
+    "theirs to keep (a conservative class)",
+    "barrier": "control flow, convergence, scoreboard and warp-state opcodes: their position is part of "
+    "their meaning (a conservative class)",
+}
+# Reads whose value depends on when or where the instruction issues; label operands (pc-relative).
+POSITIONAL_READS = ["SR_CLOCK", "SR_GLOBALTIMER", "SR_PM", "SR_VIRTUALPC", "`("]
+
+
+def memory_rows(opcodes: dict[str, dict]) -> dict[str, dict]:
+    """``memory`` rows: the spaces of :data:`MEMORY`, and every space for another load or store."""
+    rows = {
+        op: {"reads": list(r), "writes": list(w), "source": "guess", "ref": MEMORY_REF}
+        for op, (r, w) in MEMORY.items()
+    }
+    for op, row in sorted(opcodes.items()):
+        if op not in rows and {"load", "store"} & set(row["flags"]):
+            rows[op] = {
+                "reads": list(ALL_SPACES),
+                "writes": list(ALL_SPACES),
+                "source": "guess",
+                "ref": "a load or store of no known space: may alias every space",
+            }
+    return dict(sorted(rows.items()))
+
+
+def ordering_rows() -> dict[str, dict]:
+    rows = {op: {"kind": "fence", "source": "guess", "ref": ORDERING_REF["fence"]} for op in FENCES}
+    rows |= {op: {"kind": "barrier", "source": "guess", "ref": ORDERING_REF["barrier"]} for op in BARRIERS}
+    return dict(sorted(rows.items()))
+
+
+def positional_param() -> dict:
+    return {
+        "value": POSITIONAL_READS,
+        "source": "guess",
+        "ref": "special registers of time, counters and the PC (PTX %clock, %globaltimer, %pm*), and label "
+        "operands",
+    }
+
+
+def effect_rows(table: dict) -> dict:
+    """The table with its effect rows (memory spaces, ordering, positional reads) as this tool emits them."""
+    return {
+        **table,
+        "memory": memory_rows(table["opcodes"]),
+        "ordering": ordering_rows(),
+        "params": dict(sorted({**table["params"], "positional_reads": positional_param()}.items())),
+    }
+
 
 # ------------------------------------------------------------------ evidence
 
@@ -570,17 +698,40 @@ def build(arch: str) -> dict:
                 row = {**row, "by_writer": {k: max(v, int(row["value"])) for k, v in split.items()}}
             params[name] = row
     table["params"] = params
-    return table
+    return effect_rows(table)
+
+
+def table_text(table: dict) -> str:
+    return json.dumps(table, indent=1, sort_keys=True) + "\n"
+
+
+def write_table(path: Path, table: dict) -> None:
+    from sass_lsp.files import write_atomic
+
+    write_atomic(path, table_text(table))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", action="append", help="arch(es) to build (default: all)")
+    ap.add_argument(
+        "--only-rows",
+        action="store_true",
+        help="rewrite only the effect rows (memory spaces, ordering, positional reads) of the existing "
+        "tables: no compiling, no evidence; the other rows stay as they are",
+    )
     args = ap.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
+    if args.only_rows:
+        for arch in args.arch or ARCHES:
+            path = DATA / f"semantics_{arch}.json"
+            table = effect_rows(json.loads(path.read_text()))
+            write_table(path, table)
+            print(arch, len(table["memory"]), "memory rows,", len(table["ordering"]), "ordering rows")
+        return
     for arch in args.arch or ARCHES:
         table = build(arch)
-        (DATA / f"semantics_{arch}.json").write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+        write_table(DATA / f"semantics_{arch}.json", table)
         print(
             arch,
             len(table["opcodes"]),
