@@ -131,7 +131,9 @@ def _finding(
     related: tuple = (),
     fixes: tuple[Fix, ...] = (),
 ) -> Finding:
-    return Finding(code, RULES[code].severity, line, col, line, end_col, message, related, p.name, fixes=fixes)
+    return Finding(
+        code, RULES[code].severity, line, col, line, end_col, message, related, p.name, fixes=fixes
+    )
 
 
 def _local_rules(p: Program) -> list[Finding]:
