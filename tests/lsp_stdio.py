@@ -249,7 +249,7 @@ def lsp_range(text: str, a: int, b: int) -> dict:
 
 
 BAD_FIELDS = ["[B------:R-:W-:-:S0x]", "[B------:R-:W-:Y:S99]", "[B:R:W:S]", "[B------:R9:W9:Y:S04]", "[]"]
-ARCHES = ["sm_90", "sm_0", "sm_999", "sm_80", "", "sm_\u00e9", "sm_90a"]
+FLAGS = ["0x5a0d5a", "0x000000", "0xffffff", "0x500550", "zz", "", "0x5a0d5a0d5a0d5a0d5a"]
 
 
 def random_edit(rng: random.Random, text: str, pastes: list[str]) -> str | dict:
@@ -280,12 +280,11 @@ def random_edit(rng: random.Random, text: str, pastes: list[str]) -> str | dict:
     elif kind == "longline":
         new = ("R1, R2, é " if rng.random() < 0.5 else "FADD R1, R2, R3 ; ") * rng.randint(100, 600)
     elif kind == "header":
-        i = text.find("arch = ")
-        if i < 0:
-            i = text.find("SM_")
+        i = text.find(".__elf_flags")
         if i >= 0:
-            a, b = i, min(n, i + 12)
-            new = f"arch = {rng.choice(ARCHES)}"
+            j = text.find("//", i)
+            a, b = i, j if j >= 0 else i
+            new = f".__elf_flags {rng.choice(FLAGS)} "
     elif kind == "control":
         i = text.find("[B", a)
         if i >= 0:

@@ -31,6 +31,7 @@ from sass_lsp.ide.registers import build_steps
 from sass_lsp.ide.settings import Settings, settings_from_raw
 from sass_lsp.ide.text import Document, LineEdit
 from sass_lsp.ide.timeline_view import kernel_timeline
+from sass_lsp.isa.archs import ARCHES, table_arch
 from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic
 from sass_lsp.server.gpu_check import no_gpu_reason
 
@@ -69,6 +70,7 @@ class Snapshot:
     changed_lines: frozenset[int] = frozenset()  # lines edited since ``base``
     encode_map: dict[int, Diag] | None = field(default=None, repr=False)  # complete encoder results
     parse_diags: list[Diag] | None = field(default=None, repr=False)
+    arch_note: Diag | None = None  # the header names an arch without tables: said on the header line
 
     @property
     def uri(self) -> str:
@@ -77,6 +79,41 @@ class Snapshot:
     @property
     def version(self) -> int:
         return self.doc.version
+
+
+_HEADER_MARKS = (".__elf_flags", ".target", "headerflags")
+_unknown_arches_logged: set[str] = set()
+
+
+def usable_arch(index: DocumentIndex, setting: str | None) -> tuple[str | None, Diag | None]:
+    """The arch whose tables serve this document, and a diagnostic when the header (or the ``arch``
+    setting) names one without tables: then every feature runs as with no arch (no tables needed)."""
+    arch = setting or index.file_arch
+    if not arch or table_arch(arch) is not None:
+        return arch, None
+    if arch not in _unknown_arches_logged:  # said once in the log; each document shows its diagnostic
+        _unknown_arches_logged.add(arch)
+        log.info("no tables for %s: hazard, encoder and timing features are off for it", arch)
+    line = 0
+    if not setting:
+        line = next(
+            (i for i, text in enumerate(index.lines) if any(mark in text for mark in _HEADER_MARKS)), 0
+        )
+    text = index.lines[line] if line < len(index.lines) else ""
+    start = len(text) - len(text.lstrip())
+    supported = ", ".join(ARCHES)
+    where = "the sass-lsp.arch setting" if setting else "the file header"
+    note = Diag(
+        line,
+        start,
+        line,
+        max(start, len(text.rstrip())),
+        "warning",
+        f"{where} names {arch}, which has no tables: hazard, encoder and timing features are off"
+        f"\nhint: supported arches are {supported}; fix the header or set sass-lsp.arch",
+        "unknown-arch",
+    )
+    return None, note
 
 
 @dataclass(frozen=True)
@@ -196,7 +233,8 @@ class SassLanguageServer(LanguageServer):
         else:
             with gc_paused_then_frozen():
                 index = build_index(doc.lines)
-        snap = Snapshot(doc, index, self.settings.arch or index.file_arch, base, frozenset(changed))
+        arch, note = usable_arch(index, self.settings.arch)
+        snap = Snapshot(doc, index, arch, base, frozenset(changed), arch_note=note)
         self._snapshots[uri] = snap
         return snap
 
@@ -294,6 +332,8 @@ class SassLanguageServer(LanguageServer):
         extra_version, extra = self.extra_diags.get(snap.uri, (None, []))
         if extra_version == snap.version:
             diags = diags + extra
+        if snap.arch_note is not None:
+            diags = [snap.arch_note, *diags]
         cols = self.columns(snap.doc)
         send = getattr(self.protocol, "_send_data", None)
         if (
@@ -408,7 +448,12 @@ class SassLanguageServer(LanguageServer):
                     return
                 arch = snap.arch
                 assert arch is not None
-                await self._check_kernel(index, kernel, arch)
+                try:
+                    await self._check_kernel(index, kernel, arch)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # contained to this kernel: a diagnostic on its section line
+                    diag_mod.store_findings(index, kernel, arch, diag_mod.checker_failed(index, kernel, exc))
         if not self._is_latest(snap.uri, snap.version):
             return
         self._done(snap, parse, encode, index)
