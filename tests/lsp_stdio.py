@@ -151,7 +151,9 @@ class StdioClient:
     def close(self, uri: str) -> None:
         self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
 
-    def settled_diagnostics(self, uri: str, version: int, quiet_s: float = 0.6, timeout: float = 60.0) -> list:
+    def settled_diagnostics(
+        self, uri: str, version: int, quiet_s: float = 0.6, timeout: float = 60.0
+    ) -> list:
         """The diagnostics of ``version`` once none has been published for ``quiet_s`` seconds."""
         deadline = time.perf_counter() + timeout
         last = None
@@ -256,7 +258,19 @@ def random_edit(rng: random.Random, text: str, pastes: list[str]) -> str | dict:
     """One hostile change: a full-text replacement (str) or an incremental change (dict)."""
     n = len(text)
     kind = rng.choice(
-        ["bytes", "unicode", "delete", "cr", "crlf", "paste", "longline", "header", "control", "digit", "empty"]
+        [
+            "bytes",
+            "unicode",
+            "delete",
+            "cr",
+            "crlf",
+            "paste",
+            "longline",
+            "header",
+            "control",
+            "digit",
+            "empty",
+        ]
         + ["digit"] * 4
     )
     a = rng.randint(0, n)
@@ -296,9 +310,8 @@ def random_edit(rng: random.Random, text: str, pastes: list[str]) -> str | dict:
         if i >= 0 and i + 1 < n and text[i + 1].isdigit():
             a, b = i + 1, i + 2
             new = str(rng.randrange(10))
-    elif kind == "empty":
-        if rng.random() < 0.1:
-            return ""
+    elif kind == "empty" and rng.random() < 0.1:
+        return ""
     return {"range": lsp_range(text, a, b), "text": new}
 
 

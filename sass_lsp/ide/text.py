@@ -8,8 +8,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sass_lsp.ide.lexer import split_lines
-
 
 @dataclass(frozen=True)
 class LineEdit:

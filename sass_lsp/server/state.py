@@ -81,7 +81,7 @@ class Snapshot:
         return self.doc.version
 
 
-_HEADER_MARKS = (".__elf_flags", ".target", "headerflags")
+_HEADER_MARKS = (".target", ".__elf_flags", "headerflags")
 _unknown_arches_logged: set[str] = set()
 
 
@@ -96,9 +96,8 @@ def usable_arch(index: DocumentIndex, setting: str | None) -> tuple[str | None, 
         log.info("no tables for %s: hazard, encoder and timing features are off for it", arch)
     line = 0
     if not setting:
-        line = next(
-            (i for i, text in enumerate(index.lines) if any(mark in text for mark in _HEADER_MARKS)), 0
-        )
+        found = (i for mark in _HEADER_MARKS for i, text in enumerate(index.lines) if mark in text)
+        line = next(found, 0)  # the line the arch was read from: .target, else the flags, else headerflags
     text = index.lines[line] if line < len(index.lines) else ""
     start = len(text) - len(text.lstrip())
     supported = ", ".join(ARCHES)
