@@ -23,6 +23,7 @@ from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from sass_lsp import __version__
+from sass_lsp.ide import caches
 from sass_lsp.ide import diagnostics as diag_mod
 from sass_lsp.ide.backends import EncoderAdapter, checker_available, encoder_for, encoder_loaded
 from sass_lsp.ide.diagnostics import Diag
@@ -32,7 +33,7 @@ from sass_lsp.ide.settings import Settings, settings_from_raw
 from sass_lsp.ide.text import Document, LineEdit
 from sass_lsp.ide.timeline_view import kernel_timeline
 from sass_lsp.isa.archs import ARCHES, table_arch
-from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic
+from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic, token_row
 from sass_lsp.server.gpu_check import no_gpu_reason
 
 log = logging.getLogger("sass_lsp.server")
@@ -192,7 +193,9 @@ class SassLanguageServer(LanguageServer):
         ] = {}  # uri -> (version, time, n) for tests/benchmarks
         self.full_diagnostics: dict[str, list[Diag]] = {}
         self.last_hazards: dict[str, dict[int, list[Diag]]] = {}
-        self._json_cache: dict[Diag, dict] = {}
+        self._json_cache: dict[str, dict[Diag, dict]] = {}  # per document: its published diagnostics
+        self._json_next: dict[Diag, dict] = {}
+        self._n_edits = 0
         self._pool: ProcessPoolExecutor | None = None
         self._pool_failed = False
         self._last_status: dict | None = None
@@ -239,11 +242,22 @@ class SassLanguageServer(LanguageServer):
 
     def record_edit(self, uri: str, edit: LineEdit | None) -> None:
         """Remember how the document changed since its last snapshot (None: rebuild from scratch)."""
+        self._n_edits += 1
+        if self._n_edits % caches.PRUNE_EVERY_EDITS == 0:
+            self.prune_caches()
         if edit is None or uri not in self._snapshots:
             self._snapshots.pop(uri, None)
             self._edits.pop(uri, None)
         else:
             self._edits.setdefault(uri, []).append(edit)
+
+    def prune_caches(self) -> None:
+        """Drop cached results for line texts that no open document holds any more (steady editing keeps
+        making new texts; a closed document's texts are garbage)."""
+        live: set[str] = set()
+        for doc in self.docs.values():
+            live.update(doc.lines)
+        caches.prune(live, (token_row,))
 
     def forget(self, uri: str) -> None:
         gc.unfreeze()  # what the closed document left may hold cycles: let the collector see all again
@@ -251,6 +265,16 @@ class SassLanguageServer(LanguageServer):
         self._snapshots.pop(uri, None)
         self._edits.pop(uri, None)
         self.extra_diags.pop(uri, None)
+        self.published.pop(uri, None)
+        self.full_diagnostics.pop(uri, None)
+        self.last_hazards.pop(uri, None)
+        self._json_cache.pop(uri, None)
+        lock = self._checker_locks.get(uri)
+        if lock is not None and not lock.locked():
+            del self._checker_locks[uri]
+        self.prune_caches()
+        gc.collect()
+        freeze_heap()
         task = self._diag_tasks.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -317,12 +341,10 @@ class SassLanguageServer(LanguageServer):
         ascii_only = 0 <= d.line < len(lines) and lines[d.line].isascii() and not d.related
         if not ascii_only:
             return diagnostic_json(d, cols, uri)
-        cached = self._json_cache.get(d)
+        cached = self._json_cache.get(uri, {}).get(d)
         if cached is None:
             cached = diagnostic_json(d, cols, uri)
-            if len(self._json_cache) > 100_000:
-                self._json_cache.clear()
-            self._json_cache[d] = cached
+        self._json_next[d] = cached
         return cached
 
     def publish(self, snap: Snapshot, diags: list[Diag]) -> None:
@@ -338,11 +360,13 @@ class SassLanguageServer(LanguageServer):
         if (
             send is not None
         ):  # fast path: plain JSON (cattrs costs ~30 us per diagnostic, 170 ms on first use)
+            self._json_next = {}
             params = {
                 "uri": snap.uri,
                 "version": snap.version,
                 "diagnostics": [self._json(d, cols, snap.uri) for d in diags],
             }
+            self._json_cache[snap.uri] = self._json_next  # what this publish sent: all the next one can reuse
             send({"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params})
         else:
             self.text_document_publish_diagnostics(
