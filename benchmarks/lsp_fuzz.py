@@ -10,6 +10,7 @@ RSS (start, after warm-up, every 1,000 edits, after closing every document) and 
 (p50 / p99 / max per method).
 
     python benchmarks/lsp_fuzz.py [--edits 10000] [--checkpoint-every 250] [--seed 0] [--policy]
+    python benchmarks/lsp_fuzz.py --steady 10000 [--policy]   # memory: one digit flipped back and forth
 
 ``--policy`` loads the shipped schedule policy (the code-action suggestions); without it the server runs
 with no policy, as a user without torch would.
@@ -60,6 +61,40 @@ def checkpoint(client: StdioClient, uri: str, version: int, text: str, fresh_uri
     return out
 
 
+def steady(args: argparse.Namespace, settings: dict, log_file: Path) -> int:
+    """Flip one digit back and forth ``--steady`` times in the largest kernel: RSS must hold steady."""
+    kernel = max(CORPUS.glob("*.cuasm"), key=lambda p: p.stat().st_size)
+    text = kernel.read_text()
+    line_no, line = next((i, ln) for i, ln in enumerate(text.split("\n")) if "R2," in ln)
+    col = line.index("R2,") + 1
+    client = StdioClient(log_file, settings)
+    rss = [("start", client.rss_mb())]
+    uri = f"file:///steady/{kernel.name}"
+    client.open(uri, text)
+    client.settled_diagnostics(uri, 1)
+    rss.append(("after open", client.rss_mb()))
+    rng = {"start": {"line": line_no, "character": col}, "end": {"line": line_no, "character": col + 1}}
+    try:
+        for i in range(1, args.steady + 1):
+            client.change(uri, i + 1, [{"range": rng, "text": "3" if i % 2 else "2"}])
+            if i % 50 == 0:  # let the diagnostics of this version finish, as a typing pause would
+                client.settled_diagnostics(uri, i + 1, quiet_s=0.05)
+            if i == 1000:
+                rss.append(("after warm-up (1,000 edits)", client.rss_mb()))
+            elif i % 1000 == 0:
+                rss.append((f"{i} edits", client.rss_mb()))
+        client.close(uri)
+        time.sleep(1.0)
+        rss.append(("after close", client.rss_mb()))
+    finally:
+        client.shutdown()
+    print(f"steady editing of {kernel.name}: {args.steady} edits, tracebacks: {len(tracebacks(log_file))}")
+    print("RSS (MB): " + ", ".join(f"{name} {mb:.0f}" for name, mb in rss))
+    warm = [mb for name, mb in rss if name.endswith("edits") or name.startswith("after warm")]
+    print(f"growth after warm-up: {(max(warm) - warm[0]) / warm[0] * 100:.1f}%")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edits", type=int, default=10_000)
@@ -68,6 +103,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--policy", action="store_true", help="load the shipped schedule policy")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds a request may take")
+    parser.add_argument("--steady", type=int, default=0, help="instead: flip one digit N times (memory)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     kernels = sorted(CORPUS.glob("*.cuasm"))
@@ -77,6 +113,8 @@ def main() -> int:
         settings["policyModelPath"] = "/nonexistent/policy"
     tmp = Path(tempfile.mkdtemp(prefix="lsp_fuzz_"))
     log_file = tmp / "server.log"
+    if args.steady:
+        return steady(args, settings, log_file)
     client = StdioClient(log_file, settings)
     rss = [("start", client.rss_mb())]
     latencies: dict[str, list[float]] = {}
