@@ -462,7 +462,8 @@ class _Ctx:
         self.followers = frozenset(
             sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ())
         )
-        self.ctrl_text: dict[str, tuple[Ctrl, tuple] | None] = {}  # control text -> (Ctrl, ctrl_tuple)
+        # control text -> (Ctrl, ctrl_tuple), or _BAD when it does not decode (so: object, for mypyc)
+        self.ctrl_text: dict[str, object] = {}
         self.bad_ctrl_seen = False  # some control text did not decode (ctrl_text may hold _BAD)
         self.ctrl_of: dict[int, tuple[tuple, Ctrl]] = {}  # id(Ctrl) -> (ctrl_tuple, the Ctrl)
 
@@ -698,7 +699,7 @@ def program_of_items(name: str, line: int, items: list, sem: Semantics) -> Progr
                 ctrl = decode_ctrl(c)
                 if ctrl is None:
                     ctx.bad_ctrl_seen = True
-                cache[c] = _BAD if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))  # type: ignore
+                cache[c] = _BAD if ctrl is None else (ctrl, ctx.ctrl_tuple(ctrl))
         hits = [cache[ins.ctrl] for ins in instrs]
     bad: list[Instruction] = []
     if ctx.bad_ctrl_seen and _BAD in hits:  # undecodable control fields: those instructions are not nodes

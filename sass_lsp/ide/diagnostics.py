@@ -227,15 +227,29 @@ def cached_findings(index: DocumentIndex, kernel: Kernel, arch: str) -> list[Fin
     return _HAZARD_CACHE.get(kernel_key(index, kernel, arch))  # type: ignore[return-value]
 
 
+def checker_failed(index: DocumentIndex, kernel: Kernel, exc: BaseException) -> list[Finding]:
+    """The finding that stands for a check that raised on ``kernel``: on its section line, so that the
+    other kernels' findings still show (one kernel's failure never costs the file its diagnostics)."""
+    log.warning("hazard checker failed on kernel %s: %s: %s", kernel.name, type(exc).__name__, exc)
+    log.debug("hazard checker failure", exc_info=exc)
+    line = kernel.section.line
+    text = index.lines[line] if line < len(index.lines) else ""
+    start = len(text) - len(text.lstrip())
+    message = (
+        f"the hazard check failed on kernel {kernel.name} ({type(exc).__name__}: {exc}); "
+        "its hazards are not shown\nhint: fix the errors reported in this kernel, or report this message"
+    )
+    return [Finding("check-failed", "warning", line, start, line, max(start, len(text.rstrip())), message)]
+
+
 def kernel_findings(index: DocumentIndex, kernel: Kernel, arch: str) -> list[Finding]:
     key = kernel_key(index, kernel, arch)
     cached = _HAZARD_CACHE.get(key)
     if cached is None:
         try:
             cached = run_checker(kernel_module(index, kernel), arch)
-        except Exception:
-            log.exception("hazard checker failed on kernel %s", kernel.name)
-            cached = []
+        except Exception as exc:
+            cached = checker_failed(index, kernel, exc)
         _HAZARD_CACHE.put(key, cached)
     return cached  # type: ignore[return-value]
 

@@ -23,7 +23,13 @@ class SemanticToken(NamedTuple):
     kind: str
 
 
+# No semantic tokens past this column of a line: a pasted megabyte line would otherwise cost every token
+# request (and the client) hundreds of thousands of tokens that no one reads; its start stays coloured.
+MAX_TOKEN_COL = 4000
+
+
 def semantic_tokens(index: DocumentIndex, start: int = 0, end: int | None = None) -> list[SemanticToken]:
+    """Tokens of lines ``start..end``; none starts at or past :data:`MAX_TOKEN_COL` of its line."""
     end = len(index.lines) - 1 if end is None else min(end, len(index.lines) - 1)
     out: list[SemanticToken] = []
     infos, lines = index.infos, index.lines
@@ -31,7 +37,9 @@ def semantic_tokens(index: DocumentIndex, start: int = 0, end: int | None = None
         if infos[line].kind == "blank":
             continue
         out += [
-            SemanticToken(line, a, b - a, kind) for a, b, kind in line_detail(lines[line]).tokens if b > a
+            SemanticToken(line, a, b - a, kind)
+            for a, b, kind in line_detail(lines[line]).tokens
+            if b > a and a < MAX_TOKEN_COL
         ]
     return out
 

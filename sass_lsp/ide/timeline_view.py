@@ -50,6 +50,15 @@ class _StretchCache:
                 _, evicted = self._entries.popitem(last=False)
                 self.n_issues -= len(evicted)
 
+    def prune(self, live: set[str], keep_recent: int) -> None:
+        """Drop the stretches whose lines are no longer all in an open document (the last
+        ``keep_recent`` stored stay: an undo finds them)."""
+        with self._lock:
+            keys = list(self._entries)
+            for key in keys[: max(0, len(keys) - keep_recent)]:
+                if not all(line in live for line in key[3]):
+                    self.n_issues -= len(self._entries.pop(key))
+
 
 _STRETCH_CACHE = _StretchCache(MAX_CACHED_ISSUES)
 
@@ -86,8 +95,9 @@ class KernelTimeline(Mapping[int, IssueAt]):
             module = kernel_module(self.index, self.kernel, start, end)
             try:
                 blocks = timeline(module, self.arch, self.kernel.name)
-            except Exception:  # a model gap must never cost the user the rest of the hover
-                log.warning("timeline failed for lines %d-%d", start + 1, end, exc_info=True)
+            except Exception as exc:  # a model gap must never cost the user the rest of the hover
+                log.warning("timeline failed for lines %d-%d: %r", start + 1, end, exc)
+                log.debug("timeline failure", exc_info=True)
                 blocks = []
             issues = {iss.line - 1: (iss, b) for b in blocks for iss in b.issues}
             _STRETCH_CACHE.put(key, issues)

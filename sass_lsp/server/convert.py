@@ -6,6 +6,8 @@ unless the client offers another). Only lines with non-ASCII characters need con
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -14,7 +16,7 @@ from lsprotocol import types as lsp
 from sass_lsp.ide.actions import CodeAction
 from sass_lsp.ide.backends import Related
 from sass_lsp.ide.diagnostics import Diag
-from sass_lsp.ide.editing import CompletionItem, TextEdit
+from sass_lsp.ide.editing import MAX_TOKEN_COL, CompletionItem, TextEdit
 from sass_lsp.ide.lexer import line_detail
 from sass_lsp.ide.outline import Fold, Symbol
 
@@ -22,31 +24,41 @@ ENCODING = {"utf-16": "utf-16-le", "utf-8": "utf-8", "utf-32": "utf-32-le"}
 
 
 class Columns:
-    """Column conversion for one document (code points <-> client units)."""
+    """Column conversion for one document (code points <-> client units). A non-ASCII line's offsets are
+    computed once per line (a prefix sum), so converting every token of a long line stays linear."""
 
     def __init__(self, lines: tuple[str, ...] | list[str], encoding: str = "utf-16") -> None:
         self.lines = lines
         self.encoding = encoding
+        self._prefix: dict[int, list[int]] = {}
 
     def _line(self, line: int) -> str:
         return self.lines[line] if 0 <= line < len(self.lines) else ""
+
+    def _units_before(self, line: int, text: str) -> list[int]:
+        """``out[i]``: client units before code point ``i`` of the line (``len(text) + 1`` entries)."""
+        prefix = self._prefix.get(line)
+        if prefix is None:
+            encoding = self.encoding
+            prefix = [0, *itertools.accumulate(_units(ch, encoding) for ch in text)]
+            if len(self._prefix) > 64:  # one request touches a few lines at a time; keep this small
+                self._prefix.clear()
+            self._prefix[line] = prefix
+        return prefix
 
     def from_client(self, line: int, character: int) -> int:
         text = self._line(line)
         if text.isascii() or self.encoding == "utf-32":
             return character
-        units = 0
-        for idx, ch in enumerate(text):
-            if units >= character:
-                return idx
-            units += _units(ch, self.encoding)
-        return len(text)
+        prefix = self._units_before(line, text)
+        return min(bisect.bisect_left(prefix, character), len(text))
 
     def to_client(self, line: int, col: int) -> int:
         text = self._line(line)
         if text.isascii() or self.encoding == "utf-32":
             return col
-        return sum(_units(ch, self.encoding) for ch in text[:col])
+        prefix = self._units_before(line, text)
+        return prefix[max(0, min(col, len(text)))]
 
     def position(self, line: int, col: int) -> lsp.Position:
         return lsp.Position(line=max(0, line), character=self.to_client(line, max(0, col)))
@@ -218,7 +230,7 @@ def token_row(line: str) -> tuple[int, ...]:
     first = True
     for start, end, kind in line_detail(line).tokens:
         index = TOKEN_INDEX.get(kind)
-        if index is None or end <= start:
+        if index is None or end <= start or start >= MAX_TOKEN_COL:
             continue
         if first:
             out += [start, end - start, index, 0]

@@ -184,7 +184,7 @@ def register(ls: SassLanguageServer) -> None:  # noqa: C901 - one place that lis
                 doc = Document.from_text(uri, version, change.text)
                 ls.record_edit(uri, None)
         if doc is not None:
-            ls.docs[uri] = Document(uri, version, doc.lines, doc.eol)
+            ls.docs[uri] = doc.with_version(version)
             ls.schedule_diagnostics(uri)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)

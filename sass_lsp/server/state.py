@@ -25,6 +25,7 @@ from pygls.protocol.language_server import lsp_method
 
 from sass_lsp import __version__
 from sass_lsp.children import exit_with
+from sass_lsp.ide import caches
 from sass_lsp.ide import diagnostics as diag_mod
 from sass_lsp.ide.backends import EncoderAdapter, encoder_for, encoder_loaded
 from sass_lsp.ide.diagnostics import Diag
@@ -33,7 +34,8 @@ from sass_lsp.ide.registers import build_steps
 from sass_lsp.ide.settings import Settings, settings_from_raw
 from sass_lsp.ide.text import Document, LineEdit
 from sass_lsp.ide.timeline_view import kernel_timeline
-from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic
+from sass_lsp.isa.archs import ARCHES, table_arch
+from sass_lsp.server.convert import Columns, diagnostic_json, to_lsp_diagnostic, token_row
 from sass_lsp.server.gpu_check import no_gpu_reason
 
 log = logging.getLogger("sass_lsp.server")
@@ -71,6 +73,7 @@ class Snapshot:
     changed_lines: frozenset[int] = frozenset()  # lines edited since ``base``
     encode_map: dict[int, Diag] | None = field(default=None, repr=False)  # complete encoder results
     parse_diags: list[Diag] | None = field(default=None, repr=False)
+    arch_note: Diag | None = None  # the header names an arch without tables: said on the header line
 
     @property
     def uri(self) -> str:
@@ -79,6 +82,40 @@ class Snapshot:
     @property
     def version(self) -> int:
         return self.doc.version
+
+
+_HEADER_MARKS = (".target", ".__elf_flags", "headerflags")
+_unknown_arches_logged: set[str] = set()
+
+
+def usable_arch(index: DocumentIndex, setting: str | None) -> tuple[str | None, Diag | None]:
+    """The arch whose tables serve this document, and a diagnostic when the header (or the ``arch``
+    setting) names one without tables: then every feature runs as with no arch (no tables needed)."""
+    arch = setting or index.file_arch
+    if not arch or table_arch(arch) is not None:
+        return arch, None
+    if arch not in _unknown_arches_logged:  # said once in the log; each document shows its diagnostic
+        _unknown_arches_logged.add(arch)
+        log.info("no tables for %s: hazard, encoder and timing features are off for it", arch)
+    line = 0
+    if not setting:
+        found = (i for mark in _HEADER_MARKS for i, text in enumerate(index.lines) if mark in text)
+        line = next(found, 0)  # the line the arch was read from: .target, else the flags, else headerflags
+    text = index.lines[line] if line < len(index.lines) else ""
+    start = len(text) - len(text.lstrip())
+    supported = ", ".join(ARCHES)
+    where = "the sass-lsp.arch setting" if setting else "the file header"
+    note = Diag(
+        line,
+        start,
+        line,
+        max(start, len(text.rstrip())),
+        "warning",
+        f"{where} names {arch}, which has no tables: hazard, encoder and timing features are off"
+        f"\nhint: supported arches are {supported}; fix the header or set sass-lsp.arch",
+        "unknown-arch",
+    )
+    return None, note
 
 
 @dataclass(frozen=True)
@@ -158,7 +195,9 @@ class SassLanguageServer(LanguageServer):
         ] = {}  # uri -> (version, time, n) for tests/benchmarks
         self.full_diagnostics: dict[str, list[Diag]] = {}
         self.last_hazards: dict[str, dict[int, list[Diag]]] = {}
-        self._json_cache: dict[Diag, dict] = {}
+        self._json_cache: dict[str, dict[Diag, dict]] = {}  # per document: its published diagnostics
+        self._json_next: dict[Diag, dict] = {}
+        self._n_edits = 0
         self._pool: ProcessPoolExecutor | None = None
         self._pool_failed = False
         self._last_status: dict | None = None
@@ -198,17 +237,29 @@ class SassLanguageServer(LanguageServer):
         else:
             with gc_paused_then_frozen():
                 index = build_index(doc.lines)
-        snap = Snapshot(doc, index, self.settings.arch or index.file_arch, base, frozenset(changed))
+        arch, note = usable_arch(index, self.settings.arch)
+        snap = Snapshot(doc, index, arch, base, frozenset(changed), arch_note=note)
         self._snapshots[uri] = snap
         return snap
 
     def record_edit(self, uri: str, edit: LineEdit | None) -> None:
         """Remember how the document changed since its last snapshot (None: rebuild from scratch)."""
+        self._n_edits += 1
+        if self._n_edits % caches.PRUNE_EVERY_EDITS == 0:
+            self.prune_caches()
         if edit is None or uri not in self._snapshots:
             self._snapshots.pop(uri, None)
             self._edits.pop(uri, None)
         else:
             self._edits.setdefault(uri, []).append(edit)
+
+    def prune_caches(self) -> None:
+        """Drop cached results for line texts that no open document holds any more (steady editing keeps
+        making new texts; a closed document's texts are garbage)."""
+        live: set[str] = set()
+        for doc in self.docs.values():
+            live.update(doc.lines)
+        caches.prune(live, (token_row,))
 
     def forget(self, uri: str) -> None:
         gc.unfreeze()  # what the closed document left may hold cycles: let the collector see all again
@@ -216,6 +267,16 @@ class SassLanguageServer(LanguageServer):
         self._snapshots.pop(uri, None)
         self._edits.pop(uri, None)
         self.extra_diags.pop(uri, None)
+        self.published.pop(uri, None)
+        self.full_diagnostics.pop(uri, None)
+        self.last_hazards.pop(uri, None)
+        self._json_cache.pop(uri, None)
+        lock = self._checker_locks.get(uri)
+        if lock is not None and not lock.locked():
+            del self._checker_locks[uri]
+        self.prune_caches()
+        gc.collect()
+        freeze_heap()
         task = self._diag_tasks.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -282,12 +343,10 @@ class SassLanguageServer(LanguageServer):
         ascii_only = 0 <= d.line < len(lines) and lines[d.line].isascii() and not d.related
         if not ascii_only:
             return diagnostic_json(d, cols, uri)
-        cached = self._json_cache.get(d)
+        cached = self._json_cache.get(uri, {}).get(d)
         if cached is None:
             cached = diagnostic_json(d, cols, uri)
-            if len(self._json_cache) > 100_000:
-                self._json_cache.clear()
-            self._json_cache[d] = cached
+        self._json_next[d] = cached
         return cached
 
     def publish(self, snap: Snapshot, diags: list[Diag]) -> None:
@@ -296,16 +355,20 @@ class SassLanguageServer(LanguageServer):
         extra_version, extra = self.extra_diags.get(snap.uri, (None, []))
         if extra_version == snap.version:
             diags = diags + extra
+        if snap.arch_note is not None:
+            diags = [snap.arch_note, *diags]
         cols = self.columns(snap.doc)
         send = getattr(self.protocol, "_send_data", None)
         if (
             send is not None
         ):  # fast path: plain JSON (cattrs costs ~30 us per diagnostic, 170 ms on first use)
+            self._json_next = {}
             params = {
                 "uri": snap.uri,
                 "version": snap.version,
                 "diagnostics": [self._json(d, cols, snap.uri) for d in diags],
             }
+            self._json_cache[snap.uri] = self._json_next  # what this publish sent: all the next one can reuse
             send({"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params})
         else:
             self.text_document_publish_diagnostics(
@@ -410,7 +473,12 @@ class SassLanguageServer(LanguageServer):
                     return
                 arch = snap.arch
                 assert arch is not None
-                await self._check_kernel(index, kernel, arch)
+                try:
+                    await self._check_kernel(index, kernel, arch)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # contained to this kernel: a diagnostic on its section line
+                    diag_mod.store_findings(index, kernel, arch, diag_mod.checker_failed(index, kernel, exc))
         if not self._is_latest(snap.uri, snap.version):
             return
         self._done(snap, parse, encode, index)
