@@ -32,10 +32,14 @@ CORRUPT = {"mismatch", "fault", "timeout", "crash"}
 
 
 def n_errors(text: str, arch: str) -> int:
+    return len(finding_codes(text, arch))
+
+
+def finding_codes(text: str, arch: str) -> list[str]:
+    """The codes of every error and warning the parser and the checker report on ``text``."""
     module, diags = parse_cuasm(text)
-    return sum(d.severity == "error" for d in diags) + sum(
-        f.severity in ("error", "warning") for f in check_module(module, arch)
-    )
+    codes = ["parse" for d in diags if d.severity == "error"]
+    return codes + [f.code for f in check_module(module, arch) if f.severity in ("error", "warning")]
 
 
 # Swapping two fixed-latency arithmetic instructions with no register in common keeps the program's meaning;
@@ -79,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--only-safe", action="store_true", help="run only the checker-accepted swaps")
+    ap.add_argument("--classes", nargs="*", help="run only these mutation classes (default: all)")
+    ap.add_argument("--kernels", nargs="*", help="only these corpus kernels (default: all)")
     ap.add_argument("--time-limit", type=float, default=0.0, help="stop running mutants after S seconds")
     args = ap.parse_args(argv)
     runner = GpuRunner(timeout_s=60)
@@ -87,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     for cubin_path in sorted(args.corpus.glob("*.cubin")):
         name = cubin_path.stem
+        if args.kernels and name not in args.kernels:
+            continue
         cubin = cubin_path.read_bytes()
         text = write_cuasm(cubin, source_name=cubin_path.name)
         assert assemble_cuasm(text, source_name=name) == cubin, f"{name}: round trip is not exact"
@@ -104,11 +112,14 @@ def main(argv: list[str] | None = None) -> int:
                 mutant = "\n".join(render(lines, items, new)) + "\n"
                 variants.append((cls, line, mutant))
         variants += [("safe_swap", ln, text) for ln, text in safe_swaps(lines, module, sem, rng, args.safe)]
+        if args.classes:
+            variants = [v for v in variants if v[0] in args.classes]
         for cls, line, mutant in variants:
             if args.time_limit and time.time() - t0 > args.time_limit:
                 print(f"time limit: {name} {cls} line {line} and later mutants not run", flush=True)
                 break
-            flagged = n_errors(mutant, arch) > 0
+            codes = sorted(set(finding_codes(mutant, arch)))
+            flagged = bool(codes)
             try:
                 edit = assemble_cuasm(mutant, source_name=f"{name}:{line}", verify=False)
             except Exception as exc:  # report, never stop the sweep
@@ -121,8 +132,20 @@ def main(argv: list[str] | None = None) -> int:
                 status = reply.result.get("status", "error")
             else:
                 status = (reply.error or {}).get("kind", "error")
-            rows.append({"kernel": name, "class": cls, "line": line, "flagged": flagged, "status": status})
-            print(f"{name:18s} {cls:18s} line {line:5d} flagged={flagged!s:5s} -> {status}", flush=True)
+            rows.append(
+                {
+                    "kernel": name,
+                    "class": cls,
+                    "line": line,
+                    "flagged": flagged,
+                    "codes": codes,
+                    "status": status,
+                }
+            )
+            print(
+                f"{name:18s} {cls:26s} line {line:5d} {','.join(codes) or 'clean':22s} -> {status}",
+                flush=True,
+            )
     runner.close()
     table = collections.Counter()
     for r in rows:

@@ -188,6 +188,33 @@ def _local_rules(p: Program) -> list[Finding]:
                 out.append(_finding("SASS009", p, p.lines[i], p.text_cols[i], p.end_cols[i], msg))
         if s.reuse:
             out.extend(_reuse(p, i, block_start))
+    if p.ctx.guarded:
+        out.extend(_unguarded(p))
+    return out
+
+
+def _unguarded(p: Program) -> list[Finding]:
+    """SASS018: an opcode ptxas always issues after `@!PT LDS RZ, [RZ]` placeholders (LDGSTS on sm_90) with
+    none before it in its block since the last barrier: moved above its placeholders, or they are gone. On
+    an H100, LDGSTS moved above its placeholders and nothing else gave wrong results."""
+    facts, guarded = p.facts, p.ctx.guarded
+    out: list[Finding] = []
+    for b in p.blocks:
+        covered = False  # a placeholder run since the block's start or its last BAR
+        for i in range(b.start, b.end):
+            f = facts[i]
+            op = f.s.opcode
+            if f.fb & F_NEVER:
+                covered = covered or op == "LDS"
+            elif op == "BAR":
+                covered = False
+            elif op in guarded and not covered:
+                msg = (
+                    f"{op} with no `@!PT LDS RZ, [RZ]` placeholder before it in its block since the last "
+                    f"barrier; ptxas always puts them before {op}, and {op} moved above them gives wrong "
+                    "results"
+                )
+                out.append(_finding("SASS018", p, p.lines[i], p.text_cols[i], p.end_cols[i], msg))
     return out
 
 

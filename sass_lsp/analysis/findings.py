@@ -91,5 +91,6 @@ RULES: dict[str, Rule] = {
         Rule("SASS015", "error", "instruction or control field the checker cannot parse"),
         Rule("SASS016", "error", "a wait issues before the scoreboard it waits on is set"),
         Rule("SASS017", "error", "a uniform register rewritten before a uniform instruction read it"),
+        Rule("SASS018", "error", "LDGSTS above (or without) its `@!PT LDS RZ, [RZ]` placeholders"),
     )
 }

@@ -120,6 +120,11 @@ def mutations(
                         break
             if nd.eff.never and nd.eff.opcode == "LDS" and i + 1 < b.end and not k.nodes[i + 1].eff.never:
                 found["move_placeholder"].append((nd, k.nodes[i + 1]))
+                run = i
+                while run > b.start and k.nodes[run - 1].eff.never and k.nodes[run - 1].eff.opcode == "LDS":
+                    run -= 1
+                if k.nodes[i + 1].eff.opcode == "LDGSTS":
+                    found["ldgsts_above_placeholders"].append((k.nodes[run], k.nodes[i + 1]))
     for cls, cands in found.items():
         rng.shuffle(cands)
         for cand in cands[:per_class]:
@@ -191,6 +196,12 @@ def mutations(
                 a, b2 = by_line[ph.line], by_line[nxt.line]
                 new[a], new[b2] = new[b2], new[a]
                 yield cls, new, ph.line, {"SASS009"}
+            elif cls == "ldgsts_above_placeholders":
+                first, ldgsts = cand  # the run's first placeholder, the LDGSTS right after the run
+                a, z = by_line[first.line], by_line[ldgsts.line]
+                new[a : z + 1] = [new[z], *new[a:z]]  # the LDGSTS now issues before its placeholders
+                if sem.data.get("params", {}).get("placeholder_guarded"):
+                    yield cls, new, ldgsts.line, {"SASS018"}
 
 
 def _hoistable_after(k: Kernel, end: int, wait_node, sb: int):  # noqa: ANN001, ANN202

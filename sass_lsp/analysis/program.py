@@ -462,6 +462,7 @@ class _Ctx:
         self.followers = frozenset(
             sem.data.get("params", {}).get("placeholder_followers", {}).get("value", ())
         )
+        self.guarded = frozenset(sem.data.get("params", {}).get("placeholder_guarded", {}).get("value", ()))
         # control text -> (Ctrl, ctrl_tuple), or _BAD when it does not decode (so: object, for mypyc)
         self.ctrl_text: dict[str, object] = {}
         self.bad_ctrl_seen = False  # some control text did not decode (ctrl_text may hold _BAD)

@@ -24,7 +24,7 @@ import json
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -496,6 +496,7 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
     sb_gaps: list[int] = []
     uwar_gaps: list[tuple[str, int]] = []  # (writer's pipe, cycles)
     followers: set[str] = set()
+    guard_seen: Counter[tuple[str, bool]] = Counter()  # (opcode, after a placeholder run) over every node
 
     def observe(nd, kind, p, info):  # noqa: ANN001
         if kind == "raw_fixed":
@@ -517,6 +518,7 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
                 for i, nd in enumerate(nodes):
                     if nd.eff.never and nd.eff.opcode == "LDS" and i + 1 < len(nodes):
                         followers.add(nodes[i + 1].eff.opcode)
+                guard_seen.update(placeholder_cover(k))
     finally:
         S.load_semantics = orig
         S._effects.cache_clear()
@@ -526,7 +528,29 @@ def measure(arch: str, modules: list[tuple[Path, Module]], table: dict) -> dict:
         "sb_gaps": sb_gaps,
         "uwar_gaps": uwar_gaps,
         "followers": followers,
+        "guard_seen": guard_seen,
     }
+
+
+def placeholder_cover(k) -> list[tuple[str, bool]]:  # noqa: ANN001  (an analysis.program.Kernel)
+    """(opcode, whether a `@!PT LDS RZ, [RZ]` placeholder precedes it in its block since the last BAR) per
+    executing instruction: the evidence for SASS018 (the checker's walk, analysis/check.py `_unguarded`)."""
+    out = []
+    for b in k.blocks:
+        covered = False
+        for nd in k.nodes[b.start : b.end]:
+            if nd.eff.never:
+                covered = covered or nd.eff.opcode == "LDS"
+            elif nd.eff.opcode == "BAR":
+                covered = False
+            else:
+                out.append((nd.eff.opcode, covered))
+    return out
+
+
+def guarded_opcodes(seen: Counter[tuple[str, bool]], candidates: tuple[str, ...] = ("LDGSTS",)) -> list[str]:
+    """The candidates ptxas always issued after a placeholder run (seen at least once, never without)."""
+    return [op for op in candidates if seen[(op, True)] and not seen[(op, False)]]
 
 
 def uniform_war_gaps(k) -> list[tuple[str, int]]:  # noqa: ANN001  (an analysis.program.Kernel)
@@ -666,6 +690,14 @@ def build(arch: str) -> dict:
             "ref": f"{ref}: opcodes following '@!PT LDS RZ, [RZ]'",
         },
     }
+    if guarded := guarded_opcodes(ev["guard_seen"]):
+        n = sum(ev["guard_seen"][(op, True)] for op in guarded)
+        params["placeholder_guarded"] = {
+            "value": guarded,
+            "source": "exp",
+            "ref": f"{ref}: all {n} such instructions follow a '@!PT LDS RZ, [RZ]' run in their block with "
+            "no BAR between (the severity of SASS018 rests on hardware: benchmarks/hazard_hardware.py)",
+        }
     if gaps:
         params["bar_sync_to_shared"] = {
             "value": min(gaps),
