@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from sass_lsp.cli_policy import default_policy_path
+from sass_lsp.policy.checkpoint import default_policy_path
 from sass_lsp.cuasm import assemble_cuasm, write_cuasm
 from sass_lsp.gpu import GpuRunner
 from sass_lsp.gpu.corpus import corpus_names, has_gpu, load_kernel
