@@ -89,13 +89,16 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     )
 
 
-def kernel_measure(original: Original, runner: GpuRunner, log_path: Path | None = None) -> GpuMeasure:
-    """One candidate text -> its verified, timed measurement against ``original`` (a JSON-lines log)."""
+def kernel_measure(
+    original: Original, runner: GpuRunner, log_path: Path | None = None, label: str | None = None
+) -> GpuMeasure:
+    """One candidate text -> its verified, timed measurement against ``original``, logged (JSON lines) under
+    ``label`` (default: the launch spec's)."""
     from sass_lsp.gpu.measure import GpuMeasure
 
-    return GpuMeasure(
-        runner, original.cubin, original.spec, original.label, log_path=log_path, original_text=original.text
-    )
+    label = label or original.label
+    text = original.text
+    return GpuMeasure(runner, original.cubin, original.spec, label, log_path=log_path, original_text=text)
 
 
 @dataclass
