@@ -117,7 +117,8 @@ async def _time(
 ) -> dict:
     """``app.time_edit`` in the GPU worker, with progress; its refusals in the editor's words."""
     found = gpu_timing.companions(path)
-    async with Progress(ls, f"Timing {path.name} on the GPU") as progress:
+    progress = Progress(ls, f"Timing {path.name} on the GPU")
+    async with progress:
         report = progress.from_thread()
         runner = app_runner(ls)
 
@@ -197,7 +198,8 @@ async def _optimize(
 ) -> app.Optimized:
     """``app.optimize_kernel`` in the GPU worker for ``optimizeBudgetS`` GPU seconds, with progress."""
     budget = ls.settings.optimizeBudgetS
-    async with Progress(ls, f"Optimizing {path.name} on the GPU") as progress:
+    progress = Progress(ls, f"Optimizing {path.name} on the GPU")
+    async with progress:
         report = progress.from_thread()
         trials = 0
 
