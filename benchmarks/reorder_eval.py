@@ -44,13 +44,12 @@ import time
 from functools import partial
 from pathlib import Path
 
-from sass_lsp.cuasm import assemble_cuasm, parse_cuasm, write_cuasm
-from sass_lsp.cuasm.assembler import module_arch
+from sass_lsp import app
+from sass_lsp.cuasm import assemble_cuasm, write_cuasm
 from sass_lsp.gpu import GpuRunner, load_spec, spec_from_json
 from sass_lsp.gpu.bench import BenchResult, bench_to_dict
 from sass_lsp.gpu.corpus import corpus_dir
-from sass_lsp.gpu.measure import GpuMeasure
-from sass_lsp.gpu.optimize import Search, optimize
+from sass_lsp.gpu.optimize import Search
 from sass_lsp.policy.checkpoint import bundled_policy
 from sass_lsp.schedule.search import (
     annealing,
@@ -115,8 +114,16 @@ def load_kernel(name: str) -> tuple[str, bytes, object]:
     return write_cuasm(cubin, source_name=name), cubin, spec
 
 
-def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -> Search:  # noqa: ANN001
-    """The method's search, bound to its proposer: ``(measure, budget, on_trial=...) -> SearchLog``."""
+def run_method(
+    method: str,
+    text: str,
+    arch: str,
+    kernel: str,
+    net,
+    seed: int,  # noqa: ANN001
+) -> Search | app.SearchChoice:
+    """The method's search, bound to its proposer (``(measure, budget, on_trial=...) -> SearchLog``), or the
+    policy-guided search that ``app.optimize_kernel`` builds."""
     rng = random.Random(seed)
     if method == "random":
         return partial(screen, random_candidates(text, arch, rng, kernel=kernel))
@@ -131,13 +138,9 @@ def run_method(method: str, text: str, arch: str, kernel: str, net, seed: int) -
     if method == "surrogate":
         return surrogate_annealing(text, arch, kernel, seed=seed)
     if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
-        from sass_lsp.policy.candidates import policy_search
-
         name = "policy_surrogate" if method in SURROGATE_ROWS else method
         share, features = SURROGATE_ROWS.get(method, (0.0, "displacement"))
-        return policy_search(
-            name, text, arch, net=net, kernel=kernel, seed=seed, uniform_share=share, features=features
-        )
+        return app.SearchChoice(name, seed, share, features)
     raise ValueError(method)
 
 
@@ -161,11 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         cells = {(row["kernel"], row["method"]): row for row in rows}  # the latest row of each cell
         return report(list(cells.values()), args.json, args.budget, wall_seconds=None)
 
-    from sass_lsp.policy.model import load_policy
     from sass_lsp.policy.train import MODEL_CARD
 
     names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
-    net = load_policy(args.policy) if set(POLICY_METHODS) & set(args.methods) else None
+    net = app.load_policy(args.policy) if set(POLICY_METHODS) & set(args.methods) else None
     rows = []
     t_start = time.time()
     with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:
@@ -176,12 +178,16 @@ def main(argv: list[str] | None = None) -> int:
         for name, origin, cubin, spec in kernels:
             text = write_cuasm(cubin, source_name=name)
             assert assemble_cuasm(text, source_name=name) == cubin, f"{name}: round trip is not exact"
-            arch = module_arch(parse_cuasm(text)[0])
-            measure = GpuMeasure(runner, cubin, spec, name, log_path=args.log, original_text=text)
+            original = app.original_kernel(text, name, spec, cubin=cubin)
+            # one measurement log (and cache) for all the methods of a kernel
+            measure = app.kernel_measure(original, runner, args.log, name)
             for method in args.methods:
                 t0 = time.time()
-                search = run_method(method, text, arch, spec.kernel, net, args.seed)
-                result = optimize(search, measure, args.budget)  # screening, then the best confirmed
+                search = run_method(method, text, original.arch, spec.kernel, net, args.seed)
+                # screening, then the best confirmed
+                result = app.optimize_kernel(
+                    original, runner, args.budget, search=search, net=net, measure=measure
+                ).result
                 log, best, confirmation = result.log, result.best, result.confirmation
                 conf = bench_to_dict(confirmation) if confirmation else None
                 verified = bool(confirmation and confirmation.verified)

@@ -14,14 +14,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from sass_lsp import app
 from sass_lsp.cli import CliError
 from sass_lsp.gpu.corpus import corpus_dir
-from sass_lsp.policy.checkpoint import (
-    POLICY_ENV,
-    POLICY_HINT,
-    default_policy_path,
-    missing_policy_modules,
-)
+from sass_lsp.policy.checkpoint import POLICY_ENV, POLICY_HINT, missing_policy_modules
 
 
 def require_policy_extra() -> None:
@@ -42,58 +38,42 @@ def _needs_policy(cmd: Callable[[argparse.Namespace], int]) -> Callable[[argpars
     return run
 
 
-def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported lazily)
-    require_policy_extra()
-    from sass_lsp.policy.suggest import load_for_suggestions
+def cli_error(exc: app.AppError, code: int = 2) -> CliError:
+    """The CLI's words for an application-layer failure."""
+    return CliError(str(exc), exc.hint, code=code)
 
-    path = path or default_policy_path()
+
+def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported lazily)
+    """The policy at ``path`` (None: the default checkpoint); a :class:`CliError` naming what to do."""
+    require_policy_extra()
     try:
-        return load_for_suggestions(path)
-    except (OSError, ValueError, KeyError) as exc:
+        return app.load_policy(path)
+    except app.PolicyUnavailable as exc:
         raise CliError(
-            f"{path}: cannot load the reorder policy: {exc}\n"
-            f"  hint: pass --policy DIR or set {POLICY_ENV}; `sass-lsp train` rebuilds the bundled one"
+            f"{exc.path}: cannot load the reorder policy: {exc.detail}",
+            exc.hint or f"pass --policy DIR or set {POLICY_ENV}; `sass-lsp train` rebuilds the bundled one",
         ) from exc
 
 
 def _text_and_arch(path: Path, kernel: str | None = None) -> tuple[str, str]:
     from sass_lsp.cli import _read_text
-    from sass_lsp.cuasm import parse_cuasm
-    from sass_lsp.cuasm.assembler import module_arch
 
     text = _read_text(path)
-    module, diags = parse_cuasm(text)
-    errors = [d for d in diags if d.severity == "error"]
-    if errors:
-        d = errors[0]
-        raise CliError(
-            f"{path}:{d.line}:{d.col}: error: {d.message}" + (f"\n  hint: {d.hint}" if d.hint else "")
-        )
-    kernels = [
-        s.name[len(".text.") :] for s in module.sections if s.name.startswith(".text.") and s.instructions
-    ]
-    if not kernels:
-        raise CliError(
-            f"{path}: error: no kernel: no .text.<kernel> section with instructions",
-            "pass a .cuasm made by `sass-lsp disasm K.cubin -o K.cuasm`",
-        )
-    if kernel is not None and kernel not in kernels:
-        raise CliError(
-            f"{path}: error: no kernel {kernel!r} in the file", f"--kernel takes one of: {', '.join(kernels)}"
-        )
-    return text, module_arch(module)
+    try:
+        return text, app.kernel_arch(text, str(path), kernel)
+    except app.AppError as exc:
+        raise cli_error(exc) from exc
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
     """Reorder suggestions from the policy, each a text edit with its predicted gain."""
-    from sass_lsp.policy.suggest import suggest, to_json
+    from sass_lsp.policy.suggest import to_json
 
     text, arch = _text_and_arch(args.cuasm, args.kernel)
-    net = load_net(args.policy)
-    found = suggest(
+    found = app.suggest(
         text,
         arch,
-        net=net,
+        net=load_net(args.policy),
         top=args.top,
         kernel=args.kernel,
         max_moves=args.max_moves,
@@ -195,70 +175,35 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
     import time
 
     from sass_lsp.cli import EXIT_MISSING
-    from sass_lsp.cuasm import AssembleError, assemble_cuasm
-    from sass_lsp.files import write_atomic
-    from sass_lsp.gpu import GpuRunner, SpecError, load_spec
-    from sass_lsp.gpu.measure import GpuMeasure
-    from sass_lsp.gpu.optimize import (
-        DEFAULT_MIN_GAIN,
-        optimize,
-        output_path,
-        report_dict,
-        summary_message,
-        write_outputs,
-    )
+    from sass_lsp.gpu import GpuRunner
+    from sass_lsp.gpu.optimize import summary_message
 
     deadline = time.monotonic() + job.budget
     text, arch = _text_and_arch(job.cuasm)
-    try:
-        spec = load_spec(job.launch)
-    except (SpecError, OSError) as exc:
-        raise CliError(f"{job.launch}: {exc}") from exc
+    choice = app.SearchChoice(job.search, job.seed, job.uniform_share)
     with GpuRunner(timeout_s=120) as runner:
-        hello = runner.hello()  # first: with no GPU, nothing else is worth doing
-        if not hello.ok:
-            raise CliError(
-                f"{job.cuasm}: {hello.reason}: nothing searched, nothing written", code=EXIT_MISSING
-            )
         try:
-            original = assemble_cuasm(text, source_name=str(job.cuasm))
-        except AssembleError as exc:
-            raise CliError(str(exc)) from exc
-        from sass_lsp.policy.candidates import policy_search, resolve_uniform_share
-
-        net = load_net(job.policy)
-        share = resolve_uniform_share(job.search, job.uniform_share)
-        search = policy_search(
-            job.search, text, arch, net=net, kernel=spec.kernel, seed=job.seed, uniform_share=share
-        )
-        report_path = output_path(job.out_stem, ".report.json")
-
-        def report_of(result) -> dict:  # noqa: ANN001 (OptimizeResult)
-            report = report_dict(result, kernel=spec.label, budget_s=job.budget)
-            report["search"] = {"name": job.search, "uniform_share": share}
-            return report
-
-        def write_report(result) -> None:  # noqa: ANN001 (OptimizeResult)
-            write_atomic(report_path, json.dumps(report_of(result), indent=2, default=str))
-
-        log_path = output_path(job.out_stem, ".measurements.jsonl")
-        measure = GpuMeasure(runner, original, spec, spec.label, log_path=log_path, original_text=text)
-        min_gain = DEFAULT_MIN_GAIN if job.min_gain is None else job.min_gain
-        result = optimize(
-            search,
-            measure,
+            original = app.original_kernel(text, str(job.cuasm), job.launch, arch=arch, runner=runner)
+        except app.AppError as exc:
+            if exc.verdict == "no_device":
+                raise CliError(
+                    f"{job.cuasm}: {exc}: nothing searched, nothing written", code=EXIT_MISSING
+                ) from exc
+            raise cli_error(exc) from exc
+        optimized = app.optimize_kernel(
+            original,
+            runner,
             job.budget,
-            on_trial=on_trial,
-            min_gain=min_gain,
+            search=choice,
+            net=load_net(job.policy),
+            min_gain=job.min_gain,
             deadline=deadline,
-            on_update=write_report,
+            on_trial=on_trial,
+            out_stem=job.out_stem,
         )
-    report = report_of(result)
-    paths = write_outputs(result, job.out_stem, report)
-    if log_path.exists():
-        paths.append(log_path)
+    result, report = optimized.result, optimized.report
     return {
-        "kernel": spec.label,
+        "kernel": original.label,
         "cuasm": str(job.cuasm),
         "verified": result.verified,
         "interrupted": result.stopped == "interrupted",
@@ -267,8 +212,8 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
         "gpu_seconds": report["gpu_seconds"],
         "wall_seconds": report["wall_seconds"],
         "n_candidates": report["n_candidates"],
-        "paths": [str(p) for p in paths],
-        "gpu": hello.result.get("device", {}).get("gpu"),
+        "paths": [str(p) for p in optimized.paths],
+        "gpu": original.gpu,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "pid": os.getpid(),
     }
@@ -476,7 +421,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     held = sorted(set(names) & set(TRITON_HELDOUT + CUDA_HELDOUT))
     if held:
         raise CliError(f"{', '.join(held)}: held out for the evaluation\n  hint: fine-tune on {TRITON_TRAIN}")
-    base = args.policy or default_policy_path()
+    base = app.policy_path(args.policy)
     net = load_net(base)
     args.out.mkdir(parents=True, exist_ok=True)
     log_path = args.out / "finetune_measurements.jsonl"

@@ -10,10 +10,10 @@ import random
 
 import pytest
 
-from sass_lsp.cli_policy import default_policy_path
 from sass_lsp.cuasm import assemble_cuasm, write_cuasm
 from sass_lsp.gpu import GpuRunner
 from sass_lsp.gpu.corpus import corpus_names, has_gpu, load_kernel
+from sass_lsp.policy.checkpoint import default_policy_path
 from sass_lsp.schedule.search import apply_edits, random_candidates, take
 
 pytestmark = [

@@ -16,7 +16,7 @@ __all__ = ["build_server", "main"]
 
 
 def build_server():  # noqa: ANN201 - returns SassLanguageServer (imported lazily: pygls is an edge dependency)
-    from sass_lsp.server.handlers import register
+    from sass_lsp.server.features import register
     from sass_lsp.server.state import SassLanguageServer
 
     server = SassLanguageServer()

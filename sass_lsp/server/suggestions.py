@@ -6,16 +6,17 @@ only: the server starts and answers everything else without it.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
 
+from sass_lsp import app
+from sass_lsp.app.policy import NO_CHECKPOINT, NO_EXTRA, NOT_INSTALLED
 from sass_lsp.ide import reorder
 from sass_lsp.ide.reorder import SuggestionView
-from sass_lsp.policy.checkpoint import POLICY_HINT, default_policy_path, missing_policy_modules
+from sass_lsp.policy.checkpoint import POLICY_HINT
 from sass_lsp.server.state import SassLanguageServer, Snapshot
 
 log = logging.getLogger("sass_lsp.server")
@@ -25,32 +26,28 @@ class PolicyUnavailable(Exception):
     """The policy cannot be used (no torch, no checkpoint, a bad one); ``str()`` says why and what to do."""
 
 
-def load_net(path: Path) -> Any:
-    """The policy network at ``path`` (imports torch); raises :class:`PolicyUnavailable`."""
-    if not path.exists():
-        raise PolicyUnavailable(
-            f"Reorder suggestions are off: no policy checkpoint at {path} (set sass-lsp.policyModelPath)."
+def policy_message(exc: app.PolicyUnavailable) -> str:
+    """Why suggestions are off, in the editor's words (the setting to change, what still works)."""
+    if exc.reason == NO_CHECKPOINT:
+        return (
+            f"Reorder suggestions are off: no policy checkpoint at {exc.path} (set sass-lsp.policyModelPath)."
         )
-    missing = missing_policy_modules()
-    if missing:
-        raise PolicyUnavailable(
-            f"Reorder suggestions are off: {missing} (the server's Python); {POLICY_HINT}. "
+    if exc.reason == NO_EXTRA:
+        return (
+            f"Reorder suggestions are off: {exc.detail} (the server's Python); {POLICY_HINT}. "
             "Everything else works without it."
         )
+    if exc.reason == NOT_INSTALLED:
+        return f"Reorder suggestions are not available in this installation: {exc.detail}"
+    return f"Reorder suggestions are off: cannot load the policy {exc.path}: {exc.detail}"
+
+
+def load_net(path: Path) -> Any:
+    """The policy network at ``path`` (imports torch); raises :class:`PolicyUnavailable`."""
     try:
-        policy_suggest = importlib.import_module("sass_lsp.policy.suggest")
-    except ImportError as exc:
-        raise PolicyUnavailable(
-            f"Reorder suggestions are not available in this installation: {exc}"
-        ) from None
-    try:
-        # torch threads capped, the load, the warm-up: the first request then pays only for its document
-        return policy_suggest.load_for_suggestions(path)
-    except Exception as exc:
-        log.warning("cannot load policy %s", path, exc_info=True)
-        raise PolicyUnavailable(
-            f"Reorder suggestions are off: cannot load the policy {path}: {exc}"
-        ) from None
+        return app.load_policy(path)
+    except app.PolicyUnavailable as exc:
+        raise PolicyUnavailable(policy_message(exc)) from None
 
 
 BUDGET_S = 2.0
@@ -59,9 +56,7 @@ BUDGET_S = 2.0
 
 def suggest(text: str, arch: str, net: Any, kernel: str | None, top: int = 3) -> list[SuggestionView]:
     """The policy's suggestions for ``kernel`` (None: the largest kernel) of the document ``text``."""
-    from sass_lsp.policy.suggest import suggest as policy_suggest
-
-    found = policy_suggest(text, arch, net=net, top=top, kernel=kernel, time_budget_s=BUDGET_S)
+    found = app.suggest(text, arch, net=net, top=top, kernel=kernel, time_budget_s=BUDGET_S)
     return [reorder.view(s) for s in found]
 
 
@@ -78,7 +73,7 @@ class SuggestionJobs:
 
     def policy_path(self) -> Path:
         setting = reorder.policy_path(self.ls.settings.policyModelPath, self.ls.workspace.root_path)
-        return setting or default_policy_path()
+        return app.policy_path(setting)
 
     def job(self, snap: Snapshot, kernel: str | None) -> asyncio.Future[list[SuggestionView]]:
         """The suggestions for ``kernel`` of this snapshot, computed once (older versions are dropped)."""

@@ -1,0 +1,167 @@
+"""Optimize a kernel's schedule on the GPU: the original (arch, launch spec, cubin), the device, the policy's
+search, screening within a budget of GPU seconds, the best confirmed on fresh inputs, and the outputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sass_lsp.app.errors import AppError
+from sass_lsp.app.kernel import assemble, kernel_arch, launch_spec
+from sass_lsp.app.policy import load_policy
+
+if TYPE_CHECKING:
+    from sass_lsp.gpu import GpuRunner, LaunchSpec
+    from sass_lsp.gpu.measure import GpuMeasure
+    from sass_lsp.gpu.optimize import OptimizeResult, Search
+
+
+@dataclass(frozen=True)
+class Original:
+    """A kernel as ptxas scheduled it, ready to search: its text, arch, cubin and launch spec."""
+
+    text: str
+    arch: str
+    cubin: bytes
+    spec: LaunchSpec
+    gpu: str | None = None  # the device that answered, when one was asked
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+
+def original_kernel(
+    text: str,
+    source: str,
+    launch: Path | LaunchSpec,
+    *,
+    arch: str | None = None,
+    cubin: bytes | None = None,
+    runner: GpuRunner | None = None,
+) -> Original:
+    """The original kernel: its arch (``arch``, else read from the text), launch spec, the device (``runner``
+    asked first: with no GPU nothing else is worth doing) and its cubin (``cubin``, else assembled).
+    :class:`AppError`: ``parse_error``, ``no_kernel``, ``spec_error``, ``no_device``, ``assemble_error``."""
+    arch = arch or kernel_arch(text, source)
+    spec = launch_spec(launch)
+    gpu = None
+    if runner is not None:
+        hello = runner.hello()
+        if not hello.ok:
+            raise AppError("no_device", hello.reason)
+        gpu = hello.result.get("device", {}).get("gpu")
+    return Original(text, arch, cubin if cubin is not None else assemble(text, source), spec, gpu)
+
+
+@dataclass(frozen=True)
+class SearchChoice:
+    """Which policy-guided search (``policy.candidates.SEARCHES``) and its settings."""
+
+    name: str = "policy_surrogate"  # policy.candidates.DEFAULT_SEARCH
+    seed: int = 0
+    uniform_share: float | None = None  # None: the search's default
+    features: str = "displacement"  # what policy_surrogate's model sees of a schedule
+
+    def resolved_share(self) -> float:
+        """The share of uniform draws the search uses (ValueError for one it cannot use)."""
+        from sass_lsp.policy.candidates import resolve_uniform_share
+
+        return resolve_uniform_share(self.name, self.uniform_share)
+
+
+def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
+    """The policy-guided search ``choice`` over ``original`` (imports torch)."""
+    from sass_lsp.policy.candidates import policy_search as build
+
+    return build(
+        choice.name,
+        original.text,
+        original.arch,
+        net=net,
+        kernel=original.spec.kernel,
+        seed=choice.seed,
+        uniform_share=choice.resolved_share(),
+        features=choice.features,
+    )
+
+
+def kernel_measure(
+    original: Original, runner: GpuRunner, log_path: Path | None = None, label: str | None = None
+) -> GpuMeasure:
+    """One candidate text -> its verified, timed measurement against ``original``, logged (JSON lines) under
+    ``label`` (default: the launch spec's)."""
+    from sass_lsp.gpu.measure import GpuMeasure
+
+    label = label or original.label
+    text = original.text
+    return GpuMeasure(runner, original.cubin, original.spec, label, log_path=log_path, original_text=text)
+
+
+@dataclass
+class Optimized:
+    """What :func:`optimize_kernel` found: the search's result, its report and the files written."""
+
+    result: OptimizeResult
+    report: dict[str, Any]
+    paths: list[Path] = field(default_factory=list)
+
+
+def optimize_kernel(
+    original: Original,
+    runner: GpuRunner,
+    budget_s: float,
+    *,
+    search: SearchChoice | Search = SearchChoice(),
+    net: Any = None,
+    policy: Path | None = None,
+    min_gain: float | None = None,
+    deadline: float | None = None,
+    on_trial: Callable[[Any], None] | None = None,
+    measure: GpuMeasure | None = None,
+    out_stem: Path | None = None,
+) -> Optimized:
+    """Screen candidates of ``search`` (a :class:`SearchChoice` of the policy, loaded from ``policy`` unless
+    ``net`` is given; or any ``gpu.optimize.Search``) on the GPU for ``budget_s`` GPU seconds (and until the
+    wall-clock ``deadline``), confirm the best on fresh inputs; kept only if its confirmed lower bound reaches
+    ``min_gain``. ``measure``: one shared by several searches of the same original (else a new one).
+    ``out_stem``: ``K.optimized`` -> the measurement log, the report (rewritten as trials come in, and kept
+    when the run is interrupted), the plot and, only when verified faster, ``.cuasm`` and ``.cubin``."""
+    from sass_lsp.files import write_atomic
+    from sass_lsp.gpu.optimize import DEFAULT_MIN_GAIN, optimize, output_path, report_dict, write_outputs
+
+    described = {}
+    if isinstance(search, SearchChoice):
+        described = {"name": search.name, "uniform_share": search.resolved_share()}
+        search = policy_search(original, search, net if net is not None else load_policy(policy))
+    log_path = output_path(out_stem, ".measurements.jsonl") if out_stem is not None else None
+    measure = measure or kernel_measure(original, runner, log_path)
+
+    def report_of(result: OptimizeResult) -> dict[str, Any]:
+        report = report_dict(result, kernel=original.label, budget_s=budget_s)
+        return {**report, "search": described} if described else report
+
+    def write_report(result: OptimizeResult) -> None:
+        assert out_stem is not None
+        text = json.dumps(report_of(result), indent=2, default=str)
+        write_atomic(output_path(out_stem, ".report.json"), text)
+
+    result = optimize(
+        search,
+        measure,
+        budget_s,
+        on_trial=on_trial,
+        min_gain=DEFAULT_MIN_GAIN if min_gain is None else min_gain,
+        deadline=deadline,
+        on_update=write_report if out_stem is not None else None,
+    )
+    report = report_of(result)
+    if out_stem is None:
+        return Optimized(result, report)
+    paths = write_outputs(result, out_stem, report)
+    if log_path is not None and log_path.exists():
+        paths.append(log_path)
+    return Optimized(result, report, paths)

@@ -1,0 +1,54 @@
+"""Loading the reorder policy: the one place that resolves its path (``policy.checkpoint`` knows the default),
+checks the ``[policy]`` extra and loads the network. torch is imported only when a policy is loaded."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from sass_lsp.app.errors import AppError
+from sass_lsp.policy.checkpoint import POLICY_HINT, default_policy_path, missing_policy_modules
+
+log = logging.getLogger("sass_lsp.app")
+
+NO_CHECKPOINT, NO_EXTRA, NOT_INSTALLED, BAD_CHECKPOINT = "no_checkpoint", "no_extra", "not_installed", "bad"
+
+
+class PolicyUnavailable(AppError):
+    """The policy cannot be used. ``reason``: :data:`NO_CHECKPOINT`, :data:`NO_EXTRA` (torch, gymnasium or
+    safetensors missing), :data:`NOT_INSTALLED` (``sass_lsp.policy`` cannot be imported) or
+    :data:`BAD_CHECKPOINT`; ``path`` the checkpoint; ``detail`` what went wrong. Each edge words it."""
+
+    def __init__(self, reason: str, path: Path, detail: str) -> None:
+        hint = POLICY_HINT if reason == NO_EXTRA else ""
+        super().__init__("no_policy", f"{path}: {detail}", hint)
+        self.reason = reason
+        self.path = path
+        self.detail = detail
+
+
+def policy_path(path: Path | None = None) -> Path:
+    """``path``, or the default checkpoint (``$SASS_LSP_POLICY``, else the bundled one)."""
+    return path or default_policy_path()
+
+
+def load_policy(path: Path | None = None) -> Any:
+    """The policy network at ``path`` (None: the default), with torch's threads capped and warmed up, as the
+    CLI, the server and the benchmarks serve it. Raises :class:`PolicyUnavailable`."""
+    path = policy_path(path)
+    if not path.exists():  # first: asking for the extra imports torch
+        raise PolicyUnavailable(NO_CHECKPOINT, path, "no policy checkpoint there")
+    missing = missing_policy_modules()
+    if missing:
+        raise PolicyUnavailable(NO_EXTRA, path, missing)
+    try:
+        policy_suggest = importlib.import_module("sass_lsp.policy.suggest")
+    except ImportError as exc:
+        raise PolicyUnavailable(NOT_INSTALLED, path, str(exc)) from None
+    try:
+        return policy_suggest.load_for_suggestions(path)
+    except Exception as exc:  # a bad checkpoint (any loader error) is the user's to fix, not a crash
+        log.warning("cannot load policy %s", path, exc_info=True)
+        raise PolicyUnavailable(BAD_CHECKPOINT, path, str(exc)) from exc
