@@ -85,10 +85,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if not found:
         print(f"{args.cuasm}: no reordering predicted to be faster")
     else:
-        print("Predicted by the static cost model and hazard-free by the checker, but NOT verified: in the")
+        print("Predicted by the static cost model and hazard-free by the checker, but NOT verified: a")
         print(
-            "H200 checks 1 of 27 random legal reorderings still gave wrong results (0 of 20, then 0 of 167"
-            " candidates, after that fix). Verify with `sass-lsp bench` first."
+            "reordering the checker accepts can still give wrong results on the GPU (docs/evaluation.md)."
+            " Verify with `sass-lsp bench` first."
         )
     for i, s in enumerate(found, 1):
         print(f"{i}. {s.title}  [{s.kernel}: {s.cost_before:.0f} -> {s.cost_after:.0f} predicted cycles]")
