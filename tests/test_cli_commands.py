@@ -324,7 +324,7 @@ def test_optimize_without_a_gpu_stops_before_loading_the_policy(
     assert "no GPU timing" in proc.stderr and "nothing searched" in proc.stderr
     assert "pip install 'sass-lsp[gpu]'" in proc.stderr
     assert "driver" in proc.stderr and "Traceback" not in proc.stderr
-    assert took < 10, took  # interpreter start-up, the CLI's imports and one worker hello
+    assert took < 60, took  # at once: start-up and one worker hello, not a search (minutes)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.cuasm", "k.launch.toml"]
 
 

