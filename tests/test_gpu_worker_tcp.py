@@ -164,8 +164,8 @@ def test_limits_are_the_workers_own(worker):
 
 
 def test_a_large_request_is_answered(worker, tmp_path):
-    """A 0.9 MB request (under this worker's 1 MiB limit) is read whole and answered; benchmarks/worker_fuzz.py
-    reports how long a 10 MB one takes."""
+    """A 0.9 MB request (under this worker's 1 MiB limit) is read whole and answered
+    (benchmarks/worker_fuzz.py reports how long a 10 MB one takes)."""
     address, token, _ = worker
     sock, stream = _authed(address, token)
     with sock:
