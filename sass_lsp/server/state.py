@@ -42,7 +42,8 @@ from sass_lsp.server.gpu_check import no_gpu_reason
 log = logging.getLogger("sass_lsp.server")
 
 SLICE_S = 0.004  # longest stretch of diagnostics work between two chances to serve requests
-REQUEST_DEADLINE_S = 2.0  # a textDocument/* request not answered by then is cancelled with an error
+# a textDocument/* request not answered by then is cancelled with an error (the client has it within 2 s)
+REQUEST_DEADLINE_S = 1.8
 
 
 def freeze_heap() -> None:
