@@ -49,3 +49,39 @@ def test_document_notifications_leave_no_future_behind() -> None:
     # pygls 2.1 filed a Future per generator-handled notification (didOpen/didChange/didClose) and never
     # removed it: ~2 MB per 1,000 edits that no cache pruning could reach
     assert asyncio.run(_notifications_leave_nothing(200)) == {}
+
+
+async def _failed_policy_tracebacks(n_versions: int) -> list[int]:
+    from lsprotocol import types as lsp
+
+    from sass_lsp.server.suggestions import SuggestionJobs
+
+    server = make_server()
+    server.protocol._workspace = server.protocol._workspace or _workspace()
+    jobs = SuggestionJobs(server)
+    doc = lsp.TextDocumentItem(uri=URI, language_id="cuasm", version=1, text=MATMUL)
+    server.protocol.fm.features[lsp.TEXT_DOCUMENT_DID_OPEN](lsp.DidOpenTextDocumentParams(doc))
+    depths = []
+    for version in range(2, 2 + n_versions):
+        server.docs[URI] = server.docs[URI].apply((0, 0), (0, 0), " ", version)
+        snap = server.snapshot(URI)
+        assert await jobs.get(snap, None, timeout=None) == []  # no policy: no suggestions, said once
+        (failure,) = jobs._nets.values()
+        tb, depth = failure.__traceback__, 0
+        while tb is not None:
+            tb, depth = tb.tb_next, depth + 1
+        depths.append(depth)
+    return depths
+
+
+def _workspace():  # noqa: ANN202
+    from pygls.workspace import Workspace
+
+    return Workspace(None)
+
+
+def test_a_missing_policy_raised_again_keeps_no_old_frames() -> None:
+    # the stored PolicyUnavailable was raised again for every version: its traceback grew by the frames of
+    # each request, which held that version's snapshot (~70 kB per code-action request without a policy)
+    depths = asyncio.run(_failed_policy_tracebacks(6))
+    assert depths[-1] == depths[1], depths
