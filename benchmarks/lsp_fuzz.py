@@ -12,6 +12,9 @@ RSS (start, after warm-up, every 1,000 edits, after closing every document) and 
     python benchmarks/lsp_fuzz.py [--edits 10000] [--checkpoint-every 250] [--seed 0] [--policy]
     python benchmarks/lsp_fuzz.py --steady 10000 [--policy]   # memory: one digit flipped back and forth
 
+``--steady`` asks for code actions at every typing pause (every 50 edits), so with ``--policy`` the policy's
+suggestions are computed for the edited versions.
+
 ``--policy`` loads the shipped schedule policy (the code-action suggestions); without it the server runs
 with no policy, as a user without torch would.
 """
@@ -72,6 +75,10 @@ def steady(args: argparse.Namespace, settings: dict, log_file: Path) -> int:
     uri = f"file:///steady/{kernel.name}"
     client.open(uri, text)
     client.settled_diagnostics(uri, 1)
+    if args.policy:  # warm-up includes loading the policy (torch), which the first suggestions wait for
+        client.request(
+            "workspace/executeCommand", {"command": "sass-lsp.suggestReorders", "arguments": [uri]}, 300
+        )
     rss.append(("after open", client.rss_mb()))
     rng = {"start": {"line": line_no, "character": col}, "end": {"line": line_no, "character": col + 1}}
     try:
@@ -79,6 +86,9 @@ def steady(args: argparse.Namespace, settings: dict, log_file: Path) -> int:
             client.change(uri, i + 1, [{"range": rng, "text": "3" if i % 2 else "2"}])
             if i % 50 == 0:  # let the diagnostics of this version finish, as a typing pause would
                 client.settled_diagnostics(uri, i + 1, quiet_s=0.05)
+                # the light bulb's request: with --policy, it runs the policy's suggestions on this version
+                params = request_params("textDocument/codeAction", uri, line_no, col, 0)
+                client.request("textDocument/codeAction", params, args.timeout)
             if i == 1000:
                 rss.append(("after warm-up (1,000 edits)", client.rss_mb()))
             elif i % 1000 == 0:

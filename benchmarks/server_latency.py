@@ -6,7 +6,13 @@ complete diagnostics after open, time to diagnostics after a one-line edit, hove
 token latencies (median and p95), and the server's peak RSS; each figure that issue #4 sets a goal for is
 printed with the goal and whether it was met, and again in a summary at the end.
 
+Then, in a second server with no policy (torch never loaded): p50 / p99 / max of every request type at
+random positions, first on the settled document and then each sent right after an edit (a request whose
+document changes before it is answered gets ``ContentModified``); the slowest answer against the 2 s limit
+(issue #39); and the server's RSS with the document open, after closing it, and whether torch was loaded.
+
     python benchmarks/server_latency.py [--instructions 20000] [--kernel PATH] [--debounce-ms 0]
+    python benchmarks/server_latency.py --only-requests [--requests-per-type 20]
 """
 
 from __future__ import annotations
@@ -56,7 +62,11 @@ GOALS = {
     "hover_p95": ("hover p95", 15.0, "ms"),
     "completion_p95": ("completion p95", 15.0, "ms"),
     "peak_rss": ("server peak RSS", 300.0, "MB"),
+    "slowest_request": ("slowest answer (result or error), any type", 2000.0, "ms"),
+    "rss_open_no_torch": ("server RSS, document open, no torch", 300.0, "MB"),
 }
+CONTENT_MODIFIED = -32801
+REQUEST_FAILED = -32803
 
 
 def goal(key: str, value: float, results: dict[str, float]) -> str:
@@ -307,6 +317,101 @@ def cpu_breakdown(text: str) -> None:
     print(f"in-process CPU: hover median {median:.2f} ms, p95 {p95:.2f} ms")
 
 
+def _request_table(title: str, times: dict[str, list[float]], errors: dict[str, list[int]]) -> float:
+    print(f"{title}\n  {'request':<18} {'p50':>8} {'p99':>8} {'max':>8} {'n':>4}  errors")
+    slowest = 0.0
+    for method, values in sorted(times.items()):
+        values.sort()
+        slowest = max(slowest, values[-1])
+        codes = ", ".join(f"{c} x{errors[method].count(c)}" for c in sorted(set(errors[method]))) or "-"
+        name = method.removeprefix("textDocument/")
+        print(
+            f"  {name:<18} {statistics.median(values):8.1f} {pct(values, 0.99):8.1f} {values[-1]:8.1f}"
+            f" {len(values):4d}  {codes}"
+        )
+    return slowest
+
+
+def request_latencies(args: argparse.Namespace, text: str, results: dict[str, float]) -> None:
+    """Every request type through a server with no policy: settled, then right after edits; RSS."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from lsp_stdio import REQUESTS, StdioClient, request_params
+
+    methods = [*REQUESTS, "textDocument/formatting", "textDocument/semanticTokens/range"]
+    lines = text.split("\n")
+    instr_lines = [i for i, line in enumerate(lines) if line.lstrip().startswith("[B")]
+    log_file = Path(tempfile.mkdtemp(prefix="sass-lsp-bench-")) / "server.log"
+    settings = {"diagnosticsDebounceMs": args.debounce_ms, "policyModelPath": "/nonexistent/policy"}
+    client = StdioClient(log_file, settings)
+    uri = "file:///bench/big.cuasm"
+    rng = random.Random(3)
+
+    def params(method: str) -> dict:
+        line = rng.choice(instr_lines)
+        out = request_params(method, uri, line, rng.randrange(len(lines[line]) + 1), len(lines))
+        if method == "textDocument/formatting":
+            out["options"] = {"tabSize": 4, "insertSpaces": True}
+        elif method == "textDocument/semanticTokens/range":
+            out["range"] = {
+                "start": {"line": line, "character": 0},
+                "end": {"line": line + 100, "character": 0},
+            }
+        return out
+
+    try:
+        rss_start = client.rss_mb()
+        client.open(uri, text)
+        client.settled_diagnostics(uri, 1, quiet_s=3.0, timeout=300)
+        times: dict[str, list[float]] = {m: [] for m in methods}
+        errors: dict[str, list[int]] = {m: [] for m in methods}
+        for _ in range(args.requests_per_type):
+            for method in methods:
+                reply = client.request(method, params(method), timeout=60)
+                times[method].append(reply.seconds * 1e3)
+                errors[method] += [reply.error["code"]] if reply.error else []
+        slowest = _request_table("every request type on the settled document (ms):", times, errors)
+        # each request sent right after a one-digit edit, while that edit's diagnostics run
+        version = 1
+        edited = {m: [] for m in methods}
+        edit_errors: dict[str, list[int]] = {m: [] for m in methods}
+        for _ in range(args.requests_per_type):
+            for method in methods:
+                line = rng.choice(instr_lines)
+                col = lines[line].index(":S") + 3
+                version += 1
+                at = {"start": {"line": line, "character": col}, "end": {"line": line, "character": col + 1}}
+                client.change(uri, version, [{"range": at, "text": str(rng.randrange(1, 10))}])
+                request_id = client.send_request(method, params(method))
+                started = time.perf_counter()
+                if rng.random() < 0.3:  # a newer version arrives while the request is served
+                    version += 1
+                    client.change(uri, version, [{"range": at, "text": str(rng.randrange(1, 10))}])
+                reply = client.wait_reply(request_id, method, 60, started)
+                edited[method].append(reply.seconds * 1e3)
+                edit_errors[method] += [reply.error["code"]] if reply.error else []
+        slowest = max(slowest, _request_table("each request right after an edit (ms):", edited, edit_errors))
+        n_modified = sum(codes.count(CONTENT_MODIFIED) for codes in edit_errors.values())
+        n_failed = sum(codes.count(REQUEST_FAILED) for codes in [*errors.values(), *edit_errors.values()])
+        print(f"  answered ContentModified (the document changed first): {n_modified}")
+        print(f"answered RequestFailed (no result within the server's deadline), both phases: {n_failed}")
+        print(f"slowest answer: {slowest:.0f} ms ({goal('slowest_request', slowest, results)})")
+        client.settled_diagnostics(uri, version, quiet_s=2.0, timeout=300)
+        rss_open = client.rss_mb()
+        torch = any(
+            "torch" in line for line in Path(f"/proc/{client.proc.pid}/maps").read_text().splitlines()
+        )
+        client.close(uri)
+        time.sleep(2.0)
+        rss_closed = client.rss_mb()
+        print(
+            f"server RSS (no policy): {rss_start:.0f} MB before open, {rss_open:.0f} MB with it open "
+            f"({goal('rss_open_no_torch', rss_open, results)}), {rss_closed:.0f} MB after closing it; "
+            f"torch {'loaded' if torch else 'not loaded'}"
+        )
+    finally:
+        client.shutdown()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instructions", type=int, default=20000)
@@ -315,12 +420,21 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--profile", help="run the server under cProfile and write the profile here")
     parser.add_argument("--no-hazards", action="store_true", help="turn the hazard checker off")
+    parser.add_argument("--requests-per-type", type=int, default=20, help="requests of each type per phase")
+    parser.add_argument(
+        "--only-requests", action="store_true", help="only the per-request-type latencies and the RSS"
+    )
     args = parser.parse_args()
     results: dict[str, float] = {}
-    asyncio.run(run(args, results))
-    cpu_breakdown(generate(Path(args.kernel), args.instructions))
-    print("goals (issue #4):")
+    text = generate(Path(args.kernel), args.instructions)
+    if not args.only_requests:
+        asyncio.run(run(args, results))
+        cpu_breakdown(text)
+    request_latencies(args, text, results)
+    print("goals (issues #4, #36, #39):")
     for key, (name, limit, unit) in GOALS.items():
+        if key not in results:
+            continue
         value = results[key]
         verdict = "met" if value <= limit else "NOT met"
         print(f"  {name:<36} {value:8.1f} {unit}  goal <= {limit:g} {unit}  {verdict}")

@@ -8,7 +8,7 @@ The server prunes when a document closes and every :data:`PRUNE_EVERY_EDITS` edi
 
 from __future__ import annotations
 
-from sass_lsp.ide import diagnostics, lexer, timeline_view
+from sass_lsp.ide import diagnostics, lexer, registers, timeline_view
 
 PRUNE_EVERY_EDITS = 1000
 KEEP_RECENT = 2000  # entries stored last that stay whatever the documents hold (undo, flipping back)
@@ -39,6 +39,6 @@ def prune(live: set[str], extra_lru: tuple = ()) -> None:
             if not all(line in live for line in key[2]):
                 hazards.pop(key, None)
     timeline_view._STRETCH_CACHE.prune(live, KEEP_RECENT_KERNELS)
-    for fn in (lexer.line_detail, lexer.decode_control, *extra_lru):
+    for fn in (lexer.line_detail, lexer.decode_control, registers.line_registers, *extra_lru):
         if fn.cache_info().currsize > 2 * len(live) + KEEP_RECENT:
             fn.cache_clear()

@@ -341,6 +341,10 @@ def update_index(
         before = old.infos[line_no]
         if info.kind != before.kind or info.kind not in _REUSABLE_KINDS:
             return build_index(lines)
+        if info.kind == "comment" and (
+            "headerflags" in new_lines[offset] or "headerflags" in old.lines[line_no]
+        ):
+            return build_index(lines)  # the file's arch may come from this comment
         if info.kind == "instruction":
             if (info.text_end > info.text_start) != (before.text_end > before.text_start):
                 return build_index(lines)  # the line gained or lost an instruction: pcs move

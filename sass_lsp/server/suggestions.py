@@ -102,7 +102,7 @@ class SuggestionJobs:
                     net = exc
                 self._nets[path] = net
             if isinstance(net, PolicyUnavailable):
-                raise net
+                raise net.with_traceback(None)  # raised again each time: a kept traceback would grow
             return await asyncio.to_thread(suggest, snap.doc.text, snap.arch, net, kernel)
 
     async def get(self, snap: Snapshot, kernel: str | None, timeout: float | None) -> list[SuggestionView]:
