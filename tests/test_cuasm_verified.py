@@ -99,3 +99,17 @@ def test_a_label_keeps_its_place_in_the_key_and_a_guard_does_not() -> None:
     assert placed[branch] is not None and placed[guarded] is None
     # a cubin cut short is not the source's layout: nvdisasm must look
     assert VerifiedWords().keys(module, data[:-64], "sm_90") is None
+
+
+def test_setting_yield_on_a_reuse_word_is_read_back_by_nvdisasm(nvdisasm_runs: list[int]) -> None:
+    """With the yield bit set nvdisasm prints no `.reuse`: a verified word with its yield flipped is a new
+    key, so the mismatch is caught instead of skipped."""
+    text = write_cuasm((TRITON_CORPUS / "triton_matmul.cubin").read_bytes())
+    assemble_cuasm(text)  # every word verified and remembered
+    lines = text.splitlines()
+    i = next(n for n, ln in enumerate(lines) if ".reuse" in ln and ":-:S" in ln.split("]")[0])
+    lines[i] = lines[i].replace(":-:S", ":Y:S", 1)
+    nvdisasm_runs[0] = 0
+    with pytest.raises(AssembleError) as info:
+        assemble_cuasm("\n".join(lines) + "\n")
+    assert nvdisasm_runs[0] == 1 and "disassembles as" in info.value.diagnostics[0].message

@@ -7,8 +7,9 @@ original's instructions in another order with other control codes, so nearly eve
 already verified.
 
 The key of a word is what nvdisasm's text can depend on: the arch, the 128-bit word read from the written
-cubin without its scheduling bits (stall, yield, barriers, wait mask: nvdisasm does not print them; the
-``.reuse`` bits it does print stay in), and the source text. An instruction whose text names a label (a
+cubin without its scheduling bits (stall, barriers, wait mask: nvdisasm does not print them; the ``.reuse``
+bits it does print stay in, and so does the yield bit, since with it set nvdisasm prints no ``.reuse``),
+and the source text. An instruction whose text names a label (a
 relative target) or a relocation (``32@lo(sym)``) keeps its section and address in the key, since the same
 word reads otherwise elsewhere. Only instructions of a cubin that verified without a single error are
 recorded, and a cubin is skipped only when every instruction's key is recorded."""
@@ -21,10 +22,11 @@ from collections.abc import Hashable
 
 from sass_lsp.cuasm.disasm import normalise_text
 from sass_lsp.elf.reader import ElfError, read_cubin
-from sass_lsp.isa.control import CONTROL_MASK
+from sass_lsp.isa.control import CONTROL_MASK, CONTROL_SHIFT
 from sass_lsp.model.cuasm import Module
 
-_WORD_BITS = ~CONTROL_MASK & ((1 << 128) - 1)
+_YIELD_BIT = 1 << (CONTROL_SHIFT + 4)  # the raw yield bit: it changes how nvdisasm prints .reuse
+_WORD_BITS = (~CONTROL_MASK | _YIELD_BIT) & ((1 << 128) - 1)
 # a label (`(.L_x_6)) or a relocated operand (32@lo(sym)); a guard's @P0 is neither
 _PLACED = re.compile(r"`|\w@")
 
