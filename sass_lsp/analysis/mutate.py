@@ -125,6 +125,9 @@ def mutations(
                     run -= 1
                 if k.nodes[i + 1].eff.opcode == "LDGSTS":
                     found["ldgsts_above_placeholders"].append((k.nodes[run], k.nodes[i + 1]))
+                    group = _independent_ldgsts(k, run, i + 1, b.end)
+                    if len(group) > 1:
+                        found["ldgsts_group_above_placeholders"].append((k.nodes[run], group))
     for cls, cands in found.items():
         rng.shuffle(cands)
         for cand in cands[:per_class]:
@@ -196,12 +199,34 @@ def mutations(
                 a, b2 = by_line[ph.line], by_line[nxt.line]
                 new[a], new[b2] = new[b2], new[a]
                 yield cls, new, ph.line, {"SASS009"}
+            elif cls == "ldgsts_group_above_placeholders":
+                first, group = cand  # every LDGSTS of the run's group that reads nothing written after it
+                a, moved = by_line[first.line], {by_line[g.line] for g in group}
+                z = max(moved)
+                new[a : z + 1] = [new[j] for j in sorted(moved)] + [
+                    new[j] for j in range(a, z + 1) if j not in moved
+                ]
+                if sem.data.get("params", {}).get("placeholder_guarded"):
+                    yield cls, new, group[0].line, {"SASS018"}
             elif cls == "ldgsts_above_placeholders":
                 first, ldgsts = cand  # the run's first placeholder, the LDGSTS right after the run
                 a, z = by_line[first.line], by_line[ldgsts.line]
                 new[a : z + 1] = [new[z], *new[a:z]]  # the LDGSTS now issues before its placeholders
                 if sem.data.get("params", {}).get("placeholder_guarded"):
                     yield cls, new, ldgsts.line, {"SASS018"}
+
+
+def _independent_ldgsts(k: Kernel, run: int, start: int, end: int) -> list:
+    """The LDGSTS from ``start`` up to the group's LDGDEPBAR or a BAR whose sources no instruction from the
+    placeholder run at ``run`` on writes: they can move above the run without reading other values."""
+    group, written = [], set()
+    for nd in k.nodes[run:end]:
+        if nd.eff.opcode in ("LDGDEPBAR", "BAR"):
+            break
+        if nd.eff.opcode == "LDGSTS" and k.nodes.index(nd) >= start and not set(nd.eff.use_units) & written:
+            group.append(nd)
+        written |= set(nd.eff.def_units)
+    return group
 
 
 def _hoistable_after(k: Kernel, end: int, wait_node, sb: int):  # noqa: ANN001, ANN202
