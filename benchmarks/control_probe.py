@@ -34,15 +34,21 @@ _FLOW = re.compile(r"\b(BRA|BRX|JMP|JMX|EXIT|RET|CALL|BSSY|BSYNC|WARPSYNC|BPT|NO
 
 def _yield(flag: str):  # noqa: ANN202
     """Set the yield field to ``flag`` on every instruction but control flow and NOP (whose yield bit is
-    part of the opcode's encoding) where the stall allows it (S12+ needs Y on sm_90)."""
+    part of the opcode's encoding) where the stall allows it (S12+ needs Y on sm_90). Setting it drops that
+    line's `.reuse` flags: with Y set the hardware does not reuse (nvdisasm prints none; SASS011)."""
 
     def edit(m: re.Match) -> str:
         y = flag if (flag == "Y" or int(m.group(5)) <= 11) else m.group(4)
         return f"[{m.group(1)}:{m.group(2)}:{m.group(3)}:{y}:S{m.group(5)}]"
 
+    def line(ln: str) -> str:
+        if _FLOW.search(ln) or not _CTRL.search(ln):
+            return ln
+        ln = _CTRL.sub(edit, ln)
+        return _no_reuse(ln) if ":Y:S" in ln else ln
+
     def apply(text: str) -> str:
-        lines = text.split("\n")
-        return "\n".join(ln if _FLOW.search(ln) else _CTRL.sub(edit, ln) for ln in lines)
+        return "\n".join(line(ln) for ln in text.split("\n"))
 
     return apply
 
