@@ -224,6 +224,7 @@ class Campaign:
     low: np.ndarray
     high: np.ndarray
     key: np.ndarray  # str [N]
+    reachable: np.ndarray  # bool [N]: legal moves from ptxas's order reach its order (else a chained walk's)
     moved_ptr: np.ndarray  # int64 [N + 1]: row i's moved slots are moved_slot[ptr[i]:ptr[i+1]]
     moved_slot: np.ndarray  # int32: a slot whose node differs from ptxas's order
     moved_node: np.ndarray  # int32: the node at that slot
@@ -262,8 +263,8 @@ class Campaign:
                 lines[oo.k.nodes[slot].line - 1] = oo.lines[oo.k.nodes[int(node)].line - 1]
         text = "\n".join(lines) + ("\n" if oo.original.endswith("\n") else "")
         got = oo.canonical(Candidate(text, "dataset"))
-        if got is None:
-            raise ValueError(f"row {i}: its order is not a schedule of {self.kernels[k]}")
+        if got is None:  # an order no legal moves reach (``reachable`` False): no repair to give it
+            raise ValueError(f"row {i}: its order is not reachable from {self.kernels[k]}'s by legal moves")
         return got.text
 
 
@@ -281,13 +282,17 @@ def _perm(orders: dict[int, tuple[int, ...]], blocks: Any) -> tuple[list[int], l
 def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str = "sm_90") -> Campaign:
     """``rows`` as one campaign; a row whose text is no reordering of its original's blocks is dropped
     (counted in the provenance)."""
-    from sass_lsp.schedule.canonical import OriginalOrders
+    from sass_lsp.schedule.canonical import OriginalOrders, reachable
+    from sass_lsp.schedule.deps import block_deps
 
     kernels: dict[str, int] = {}
+    deps: dict[tuple[str, int], Any] = {}
     funcs, origs, n_nodes = [], [], []
     index: dict[str, dict[str, int]] = {"log": {}, "method": {}, "gpu": {}}
     models: dict[str, OriginalOrders] = {}
-    cols: dict[str, list] = {c: [] for c in ("kernel", "log", "method", "gpu", "clock", "s", "lo", "hi", "key")}
+    cols: dict[str, list] = {
+        c: [] for c in ("kernel", "log", "method", "gpu", "clock", "s", "lo", "hi", "key", "reach")
+    }
     ptr, slots, nodes = [0], [], []
     dropped: Counter = Counter()
     for m in rows:
@@ -304,7 +309,12 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
         if orders is None:
             dropped[f"{m.kernel}: not a reordering"] += 1
             continue
-        s, n = _perm(orders, models[m.kernel].k.blocks)
+        oo = models[m.kernel]
+        for b in orders:
+            if (m.kernel, b) not in deps:
+                deps[(m.kernel, b)] = block_deps(oo.k, b, oo.sem)
+        cols["reach"].append(all(reachable(o, deps[(m.kernel, b)]) for b, o in orders.items()))
+        s, n = _perm(orders, oo.k.blocks)
         slots += s
         nodes += n
         ptr.append(len(slots))
@@ -333,6 +343,7 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
         low=np.array(cols["lo"], np.float64),
         high=np.array(cols["hi"], np.float64),
         key=np.array(cols["key"], dtype="U16"),
+        reachable=np.array(cols["reach"], bool),
         moved_ptr=np.array(ptr, np.int64),
         moved_slot=np.array(slots, np.int32),
         moved_node=np.array(nodes, np.int32),
@@ -346,6 +357,7 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
         "rows": len(camp),
         "dropped": dict(dropped),
         "counts": counts(camp),
+        "unreachable": int((~camp.reachable).sum()),
         "note": "matched, timed screens with their edits; every measurement kept (repeats of a schedule "
         "included, same key); clocks: the SM clock its segment's confirmation read before timing",
     }
@@ -382,6 +394,7 @@ def save(camp: Campaign, path: Path) -> None:
         low=camp.low,
         high=camp.high,
         key=camp.key,
+        reachable=camp.reachable,
         moved_ptr=camp.moved_ptr,
         moved_slot=camp.moved_slot,
         moved_node=camp.moved_node,
@@ -403,6 +416,7 @@ def load(path: Path) -> Campaign:
             gpus=[str(x) for x in z["gpus"]],
             **{c: z[c] for c in ("kernel", "log", "method", "gpu", "clock_sm_mhz", "speedup", "low", "high")},
             key=z["key"],
+            reachable=z["reachable"],
             moved_ptr=z["moved_ptr"],
             moved_slot=z["moved_slot"],
             moved_node=z["moved_node"],
@@ -428,7 +442,10 @@ def counts(camp: Campaign) -> dict[str, dict[str, int]]:
 def _stats(camps: list[Campaign]) -> None:
     for camp in camps:
         r = camp.random
-        print(f"{camp.name}: {len(camp)} rows, {int(r.sum())} random draws, dropped {camp.provenance['dropped']}")
+        print(
+            f"{camp.name}: {len(camp)} rows, {int(r.sum())} random draws, "
+            f"{int((~camp.reachable).sum())} unreachable orders, dropped {camp.provenance['dropped']}"
+        )
         for kernel, c in camp.provenance["counts"].items():
             log_s = np.log(camp.speedup[camp.kernel == camp.kernels.index(kernel)])
             half = np.log(camp.high / camp.low)[camp.kernel == camp.kernels.index(kernel)] / 2
