@@ -4,7 +4,8 @@ An ensemble of small MLPs over :mod:`sass_lsp.perf.features` (kernel-agnostic fe
 change), each with a Gaussian head (mean and log standard deviation of the log speedup, trained by negative
 log-likelihood). The ensemble's prediction is the mean of its members' means; its variance is the mean of
 their variances (the measurements' spread the model cannot explain: timing noise and what the features miss)
-plus the variance of their means (disagreement: how far a schedule lies from what it was trained on).
+plus the variance of their means (disagreement: how far a schedule lies from what it was trained on), plus
+a floor fitted by leaving kernels out (``sd_floor``: what moving to a kernel never seen adds).
 
 Small and fast on a CPU: a few thousand weights per member; a batch of 32 schedules predicts in well under a
 millisecond once featurized. Checkpoints are a directory with ``model.safetensors`` and ``config.json``
@@ -64,7 +65,7 @@ class PerfModel(nn.Module):
         self.register_buffer("x_mean", torch.zeros(cfg.n_features))
         self.register_buffer("x_scale", torch.ones(cfg.n_features))
         self.register_buffer("y_scale", torch.ones(()))  # targets are trained as y / y_scale
-        self.register_buffer("sd_scale", torch.ones(()))  # calibrates sd on kernels left out (train.py)
+        self.register_buffer("sd_floor", torch.zeros(()))  # log-speedup sd added for an unseen kernel
         self.members = nn.ModuleList(Member(cfg.n_features, cfg.hidden) for _ in range(cfg.members))
 
     def standardize(self, x: torch.Tensor) -> torch.Tensor:
@@ -78,7 +79,8 @@ class PerfModel(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mu, log_sd = self.member_outputs(self.standardize(x))
         var = (2 * log_sd).exp().mean(0) + mu.var(0, unbiased=False)
-        return mu.mean(0) * self.y_scale, var.sqrt() * self.y_scale * self.sd_scale
+        sd2 = var * self.y_scale**2 + self.sd_floor**2
+        return mu.mean(0) * self.y_scale, sd2.sqrt()
 
     @torch.no_grad()
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

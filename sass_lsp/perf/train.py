@@ -148,38 +148,42 @@ def train(
     cfg = PerfConfig(members=members, meta=meta)
     model = fit(t.x, t.y, t.weights(), cfg=cfg, epochs=epochs, seed=seed)
     if calibrate:
-        scale = sd_scale(t, seed=seed, epochs=epochs)
-        model.sd_scale.fill_(scale)
-        cfg.meta["sd_scale"] = scale
+        floor = sd_floor(t, seed=seed, epochs=epochs)
+        model.sd_floor.fill_(floor)
+        cfg.meta["sd_floor"] = floor
     return model
 
 
-def sd_scale(t: Table, *, seed: int, epochs: int) -> float:
-    """How much wider the uncertainty must be for 90% intervals to cover 90% of a kernel the model never
-    saw: a one-member model is fitted without each kernel of ``t`` (of at least 32 distinct schedules) in
-    turn, and the 90th percentile of its held-out |residual| / sd (each kernel weighted alike) over the
-    interval's half-width in sds. Never below 1."""
+def sd_floor(t: Table, *, seed: int, epochs: int, level: float = 0.9) -> float:
+    """The sd (log speedup) to add in quadrature so that the ``level`` intervals of kernels never seen
+    cover ``level`` of their measurements: a one-member model is fitted without each kernel of ``t`` (of at
+    least 32 distinct schedules) in turn and the floor bisected on its held-out rows, each kernel weighted
+    alike."""
     from sass_lsp.perf.model import Z90, PerfConfig, fit
 
-    zs, ws = [], []
+    held_out = []
     for name in sorted(set(t.kernel.tolist())):
         held = t.kernel == name
         if len(set(t.key[held].tolist())) < 32:
             continue
         rest = t.select(~held)
-        inner = fit(
-            rest.x, rest.y, rest.weights(), cfg=PerfConfig(members=1), epochs=max(2, epochs // 2), seed=seed
-        )
+        cfg = PerfConfig(members=1)
+        inner = fit(rest.x, rest.y, rest.weights(), cfg=cfg, epochs=max(2, epochs // 2), seed=seed)
         mu, sd = inner.predict(t.x[held])
-        zs.append(np.abs(t.y[held] - mu) / sd)
-        ws.append(np.full(held.sum(), 1.0 / held.sum()))
-    if not zs:
-        return 1.0
-    z, w = np.concatenate(zs), np.concatenate(ws)
-    order = np.argsort(z)
-    cdf = np.cumsum(w[order]) / w.sum()
-    q90 = float(z[order][np.searchsorted(cdf, 0.9)])
-    return max(1.0, q90 / Z90)
+        held_out.append((np.abs(t.y[held] - mu), sd))
+    if not held_out:
+        return 0.0
+
+    def cover(floor: float) -> float:
+        return float(np.mean([np.mean(r <= Z90 * np.sqrt(sd**2 + floor**2)) for r, sd in held_out]))
+
+    lo, hi = 0.0, 1.0
+    if cover(lo) >= level:
+        return 0.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if cover(mid) >= level else (mid, hi)
+    return hi
 
 
 def main(argv: list[str] | None = None) -> int:
