@@ -86,7 +86,12 @@ class PerfModel(nn.Module):
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(mean, sd) of the log speedup of each row of features ``x`` [B, n_features]."""
         self.eval()
-        mu, sd = self(torch.as_tensor(np.asarray(x, np.float32)))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # a batch this small gains nothing from threads, and loses much when shared
+        try:
+            mu, sd = self(torch.as_tensor(np.asarray(x, np.float32)))
+        finally:
+            torch.set_num_threads(threads)
         return mu.numpy().astype(np.float64), sd.numpy().astype(np.float64)
 
     def interval(self, x: np.ndarray, level: float = 0.9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

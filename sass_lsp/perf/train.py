@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
 
     model = train(t, seed=args.seed, epochs=args.epochs, members=args.members)
     save(model, args.out)
-    print(f"{args.out}: {len(t.y)} rows of {len(set(t.kernel.tolist()))} kernels")
+    meta = model.cfg.meta
+    print(f"{args.out}: fitted on {meta['rows']} of {len(t.y)} rows, {len(meta['kernels'])} kernels")
     return 0
 
 
