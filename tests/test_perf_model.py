@@ -101,3 +101,19 @@ def test_leave_one_kernel_out_never_trains_on_the_held_out_kernel(tiny: Table, m
         {"sgemm_tiled", "triton_matmul"},
         {"sgemm_tiled", "stencil2d"},
     ]
+
+
+def test_packaged_model_ranks_texts_of_a_measured_kernel() -> None:
+    """The packaged checkpoint, given schedules as .cuasm texts: finite predictions with a 90% interval
+    around them; ptxas's own order predicted near 1; a text that is no reordering gets None."""
+    from sass_lsp.perf.predict import Predictor
+
+    camp = ds.load(ds.DATA_DIR / "reorder_run18_h200.npz")
+    rows = [int(i) for i in np.flatnonzero(camp.reachable)[:4]]
+    p = Predictor(camp.originals[0], "sm_90", camp.functions[0])
+    other = camp.originals[0].replace("FFMA", "FMUL", 1)
+    got = p.predict([camp.text(i) for i in rows] + [camp.originals[0], other])
+    assert got[-1] is None
+    for g in got[:-1]:
+        assert g is not None and 0 < g.low < g.speedup < g.high and np.isfinite(g.high)
+    assert abs(got[-2].speedup - 1) < 0.05  # type: ignore[union-attr]

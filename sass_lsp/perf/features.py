@@ -3,14 +3,16 @@
 A schedule is a permutation of the original kernel's instruction list (slot -> node; a reorder keeps every
 node in its block). The features do not name instructions, so a model fitted on some kernels applies to
 others: per instruction class (the ``mem`` column of the policy's observation: ALU, global/shared load and
-store, async copy, tensor core, barrier, other memory) and per region (loop blocks, the rest), the mean
+store, async copy, tensor core, barrier, other memory) and per region (loop blocks, the rest: a
+straight-line kernel's one loop is the one-instruction trap after ``EXIT``, so nearly all of it is "rest" and
+looping and straight-line kernels learn from their own kind), the mean
 signed and absolute displacement and the share moved; per region, the pairs of instructions now in the
 opposite order, by (class now first, class now second); and the change in distance from each instruction
 to the nearest earlier one whose result it reads (fixed- and variable-latency producers apart), which is
 where a reorder exposes or hides latency.
 
 Numpy only (no torch): :class:`KernelFacts` is built once per original (tens of ms), :meth:`features` per
-schedule (about a tenth of a millisecond for a local change)."""
+schedule (about a millisecond)."""
 
 from __future__ import annotations
 
