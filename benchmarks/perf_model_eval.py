@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--members", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rank-weight", type=float, default=0.0, help="see python -m sass_lsp.perf.train")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
     t = table(args.data, DEFAULT_CACHE)
@@ -138,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         train_rows = t.select(t.kernel != name)
         assert name not in set(train_rows.kernel.tolist()), name  # never trained on the held-out kernel
-        model = train(train_rows, seed=args.seed, epochs=args.epochs, members=args.members)
+        model = train(
+            train_rows, seed=args.seed, epochs=args.epochs, members=args.members, rank_weight=args.rank_weight
+        )
         held = t.select(t.kernel == name)
         mu, sd = model.predict(held.x)
         cover = np.abs(held.y - mu) <= Z90 * sd

@@ -123,6 +123,18 @@ def load(folder: Path) -> PerfModel:
     return model
 
 
+RANK_PAIRS = 256  # rows of each batch whose same-kernel pairs the ranking term compares
+
+
+def _pair_loss(mu: torch.Tensor, y: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Logistic loss on the order of every pair of rows of one kernel (a kernel's scale of speedups is
+    unknown on a new kernel; the order within it is what a ranking needs)."""
+    same = (g[:, None] == g[None, :]) & (y[:, None] > y[None, :])
+    if not same.any():
+        return mu.sum() * 0
+    return torch.nn.functional.softplus(-(mu[:, None] - mu[None, :])[same]).mean()
+
+
 def fit(
     x: np.ndarray,
     y: np.ndarray,
@@ -133,6 +145,8 @@ def fit(
     batch: int = 1024,
     lr: float = 5e-3,
     seed: int = 0,
+    groups: np.ndarray | None = None,
+    rank_weight: float = 0.0,
 ) -> PerfModel:
     """Fit a model on features ``x`` [N, F] and log speedups ``y`` [N], rows weighted by ``weight``
     (mean 1). Each member sees its own bootstrap resample and initialization. Deterministic given ``seed``."""
@@ -148,6 +162,7 @@ def fit(
     model.y_scale.copy_(yt.std().clamp_min(1e-6))
     xs, ys = model.standardize(xt), yt / model.y_scale
     gen = torch.Generator().manual_seed(seed)
+    gt = None if groups is None else torch.as_tensor(np.unique(groups, return_inverse=True)[1])
     for member in model.members:
         boot = torch.randint(len(ys), (len(ys),), generator=gen)
         opt = torch.optim.AdamW(member.parameters(), lr=lr, weight_decay=1e-3)
@@ -160,6 +175,10 @@ def fit(
                 mu, log_sd = member(xs[idx])
                 nll = log_sd + 0.5 * ((ys[idx] - mu) / log_sd.exp()) ** 2
                 loss = (nll * w[idx]).mean()
+                if rank_weight and gt is not None:
+                    loss = loss + rank_weight * _pair_loss(
+                        mu[:RANK_PAIRS], ys[idx[:RANK_PAIRS]], gt[idx[:RANK_PAIRS]]
+                    )
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

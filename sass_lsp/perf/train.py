@@ -135,6 +135,7 @@ def train(
     members: int = 3,
     per_kernel: int = PER_KERNEL,
     calibrate: bool = True,
+    rank_weight: float = 0.0,
 ):
     """The model (a ``PerfModel``) fitted on ``t``, at most ``per_kernel`` rows of each kernel."""
     import torch
@@ -144,9 +145,18 @@ def train(
     torch.set_num_threads(1)  # the machine is shared; one thread is as fast as two under contention
     t = t.cap(per_kernel, seed)
     kernels = sorted(set(t.kernel.tolist()))
-    meta = {"kernels": kernels, "rows": len(t.y), "seed": seed, "epochs": epochs, "per_kernel": per_kernel}
+    meta = {
+        "kernels": kernels,
+        "rows": len(t.y),
+        "seed": seed,
+        "epochs": epochs,
+        "per_kernel": per_kernel,
+        "rank_weight": rank_weight,
+    }
     cfg = PerfConfig(members=members, meta=meta)
-    model = fit(t.x, t.y, t.weights(), cfg=cfg, epochs=epochs, seed=seed)
+    model = fit(
+        t.x, t.y, t.weights(), cfg=cfg, epochs=epochs, seed=seed, groups=t.kernel, rank_weight=rank_weight
+    )
     if calibrate:
         floor = sd_floor(t, seed=seed, epochs=epochs)
         model.sd_floor.fill_(floor)
@@ -194,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--members", type=int, default=3)
+    ap.add_argument(
+        "--rank-weight", type=float, default=0.0, help="weight of a same-kernel pairwise ranking loss"
+    )
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="feature cache folder")
     args = ap.parse_args(argv)
     try:
@@ -207,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     t = t.select(~np.isin(t.kernel, args.exclude))
     from sass_lsp.perf.model import save
 
-    model = train(t, seed=args.seed, epochs=args.epochs, members=args.members)
+    model = train(t, seed=args.seed, epochs=args.epochs, members=args.members, rank_weight=args.rank_weight)
     save(model, args.out)
     meta = model.cfg.meta
     print(f"{args.out}: fitted on {meta['rows']} of {len(t.y)} rows, {len(meta['kernels'])} kernels")
