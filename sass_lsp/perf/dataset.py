@@ -471,7 +471,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         path = args.results / source
         if not path.is_file():
-            print(f"{path}: error: no such archive\nhint: run from the repository root", file=sys.stderr)
+            print(
+                f"{path}: error: no such archive\nhint: --results names the folder of the archives (benchmarks/results of the repository)",
+                file=sys.stderr,
+            )
             return 2
         camp = build(name, read_logs(path, pattern), [path])
         out = args.out / f"{name}.npz"

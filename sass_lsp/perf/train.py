@@ -211,14 +211,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         t = table(args.data, args.cache)
-    except FileNotFoundError as exc:
+    except FileNotFoundError:
         print(
-            f"{exc}: error: nothing to train on\nhint: python -m sass_lsp.perf.dataset build",
+            f"{args.data}: error: no campaign file (*.npz) to train on\n"
+            "hint: python -m sass_lsp.perf.dataset build",
             file=sys.stderr,
         )
         return 2
     t = t.select(~np.isin(t.kernel, args.exclude))
-    from sass_lsp.perf.model import save
+    try:
+        from sass_lsp.perf.model import save
+    except ImportError as exc:
+        print(f"error: {exc}\nhint: pip install 'sass-lsp[policy]' (torch)", file=sys.stderr)
+        return 3
 
     model = train(t, seed=args.seed, epochs=args.epochs, members=args.members, rank_weight=args.rank_weight)
     save(model, args.out)
