@@ -472,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         path = args.results / source
         if not path.is_file():
             print(
-                f"{path}: error: no such archive\nhint: --results names the folder of the archives (benchmarks/results of the repository)",
+                f"{path}: error: no such archive\n"
+                "hint: --results names the folder of the archives (the repository's benchmarks/results)",
                 file=sys.stderr,
             )
             return 2
