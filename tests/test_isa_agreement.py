@@ -149,6 +149,7 @@ def test_triton_corpus_editor_equals_checker() -> None:
     assert differ == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", GENERATED_ARCHES)
 def test_generated_corpus_editor_equals_checker(arch: str) -> None:
     from conftest import generated_cubins

@@ -66,6 +66,7 @@ def test_a_failing_job_is_its_own_row(two_kernels: list[OptimizeJob]) -> None:
     assert "CliError" in results[1]["error"] and "b.launch.toml" in results[1]["error"]
 
 
+@pytest.mark.slow
 def test_cli_checks_launch_specs_per_kernel(two_kernels: list[OptimizeJob]) -> None:
     a, b = (str(j.cuasm) for j in two_kernels)
     cmd = [sys.executable, "-m", "sass_lsp", "optimize", a, b, "--launch", str(two_kernels[0].launch)]
@@ -75,6 +76,7 @@ def test_cli_checks_launch_specs_per_kernel(two_kernels: list[OptimizeJob]) -> N
     assert done.returncode != 0 and "--out names one output stem" in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 def test_outputs_never_overwrite_the_input(two_kernels: list[OptimizeJob]) -> None:
     """The default stem K.optimized gives K.optimized.cuasm (``with_suffix`` gave K.cuasm: the user's
     file), and an ``--out`` whose .cuasm is the input is refused before anything runs."""
@@ -112,6 +114,7 @@ def test_uniform_share_reaches_the_walk_and_the_report(two_kernels: list[Optimiz
         (["--uniform-share", "0.5", "--search", "beam"], "applies to the policy_surrogate search, not beam"),
     ],
 )
+@pytest.mark.slow
 def test_cli_refuses_a_uniform_share_it_cannot_use(
     two_kernels: list[OptimizeJob], extra: list[str], message: str
 ) -> None:

@@ -88,6 +88,7 @@ def test_repairing_ptxas_order_reproduces_ptxas() -> None:
     assert abs(cycles_repaired - cycles_ptxas) <= cycles_ptxas // 1000
 
 
+@pytest.mark.slow
 def test_random_legal_moves_keep_every_state_clean() -> None:
     """The invariant the reorder game relies on: after any sequence of legal moves, each repaired, the kernel
     has no error or warning the ptxas original lacks."""
@@ -297,6 +298,7 @@ def _raw_distances(k) -> dict:  # noqa: ANN001
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "kernel"), [("triton_matmul", "matmul_kernel"), ("gelu_bias", None)])
 def test_reordered_kernels_assemble_and_verify(name: str, kernel: str | None) -> None:
     """Random legal reorderings assemble, and nvdisasm reads every instruction back as written. A dropped

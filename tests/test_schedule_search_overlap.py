@@ -145,6 +145,7 @@ def test_a_candidate_drawn_ahead_but_not_measured_is_not_seen_nor_lost() -> None
     assert [t.candidate for t in plain.trials] == [t.candidate for t in log.trials]
 
 
+@pytest.mark.slow
 def test_overlap_runs_the_proposer_while_the_measure_waits() -> None:
     """Proposer 60 ms per draw plus 20 ms to prepare, measurement 80 ms: sequential is the sum (about
     160 ms per candidate), overlapped about the larger (80 ms)."""
@@ -167,6 +168,7 @@ def test_overlap_runs_the_proposer_while_the_measure_waits() -> None:
     assert walls[True] < 0.8 * total, walls
 
 
+@pytest.mark.slow
 def test_gpu_measure_logs_the_same_records_overlapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """``GpuMeasure`` (real assembly, CI and log; the worker requests answered by a stand-in) under the
     overlapped beam writes the sequential beam's log, record for record. The stand-in's requests take a
