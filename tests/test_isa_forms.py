@@ -126,3 +126,20 @@ def test_float_names_and_reuse_read_back(arch: str) -> None:
     mma = arch in ("sm_80", "sm_90")
     texts = [t if mma else t.replace("HFMA2.MMA", "HFMA2") for t in FLOAT_TEXTS] + REUSE_TEXTS
     assert _read_back(arch, texts) == texts
+
+
+# Known only through the field walk (tools/isa/walk_fields.py): a special register no training kernel read,
+# a swizzle never seen on this operand of this form, reuse flags of forms trained without them.
+WALKED_TEXTS = [
+    "S2R R0, SR_LTMASK",
+    "S2UR UR4, SR_CTAID.X",
+    "HFMA2 R8, R2, R5.H1_H1, 1, 2",
+    "HSET2.EQ.AND R9, R6.reuse, R5.reuse, PT",
+    "I2FP.F32.S32 R12, R6.reuse",
+]
+
+
+@needs_nvdisasm
+def test_walked_fields_read_back() -> None:
+    assert Encoder.for_arch("sm_90").provenance["field_walk"]["tokens_added"]["general"] > 0
+    assert _read_back("sm_90", WALKED_TEXTS) == WALKED_TEXTS

@@ -52,12 +52,13 @@ def _bits(prefix: str, value: int, width: int = 64) -> list[str]:
 
 
 # Bits of the special values nvdisasm prints by name, per immediate format (f16, bf16, f32, f64's high
-# half). A NaN's payload is not in the text: QNAN takes the all-ones payload (CUDA's canonical NaN,
-# 0x7fffffff), SNAN the smallest; the sign is the literal's.
+# half). A NaN's payload is not in the text: QNAN takes IEEE's default NaN (the quiet bit alone:
+# 0x7fc00000, which ptxas writes for a NaN constant of FSEL), SNAN the smallest payload; the sign is the
+# literal's.
 _SPECIAL = {
     "INF": (0x7C00, 0x7F80, 0x7F800000, 0x7FF00000),
-    "QNAN": (0x7FFF, 0x7FFF, 0x7FFFFFFF, 0x7FFFFFFF),
-    "NAN": (0x7FFF, 0x7FFF, 0x7FFFFFFF, 0x7FFFFFFF),
+    "QNAN": (0x7E00, 0x7FC0, 0x7FC00000, 0x7FF80000),
+    "NAN": (0x7E00, 0x7FC0, 0x7FC00000, 0x7FF80000),
     "SNAN": (0x7C01, 0x7F81, 0x7F800001, 0x7FF00001),
 }
 _SIGN = (0x8000, 0x8000, 0x80000000, 0x80000000)
