@@ -60,6 +60,7 @@ def test_unseen_forms_assemble_from_text_alone() -> None:
 
 @needs_nvdisasm
 def test_stall_above_11_without_yield_names_the_cause() -> None:
+    """Reported at assembly (no word holds it), not as nvdisasm's rejection of the whole file."""
     text = CUASM.read_text()
     line = next(ln for ln in text.splitlines() if "IABS R12, R18 ;" in ln)
     ctrl = line[line.index("[") : line.index("]") + 1]
@@ -67,8 +68,9 @@ def test_stall_above_11_without_yield_names_the_cause() -> None:
     assert bad != line
     with pytest.raises(AssembleError) as info:
         assemble_cuasm(text.replace(line, bad, 1), source_name=CUASM.name)
-    hints = [d.hint for d in info.value.diagnostics]
-    assert any(h.startswith("S12 needs Y on sm_90") for h in hints), hints
+    found = [d for d in info.value.diagnostics if d.message == "S12 needs Y on sm_90"]
+    assert found and "yield flag" in found[0].hint, info.value.diagnostics
+    assert found[0].line == text.splitlines().index(line) + 1
 
 
 def test_control_problem() -> None:

@@ -368,7 +368,11 @@ class _Assembler:
                 ctrl = encode_ctrl(ins.ctrl)
             except ValueError:  # a bad field the parser reported (instruction_diagnostics runs after it)
                 ctrl = 0
-            self.ctrl_bits[ins.ctrl] = ctrl
+            cause = _control_cause(ins.ctrl, module_arch(self.module))
+            if cause is None:
+                self.ctrl_bits[ins.ctrl] = ctrl
+            else:  # no word holds it (nvdisasm rejects it); not memoised, so every such line is reported
+                self.error(ins.line, ins.ctrl_col, cause.split(":", 1)[0], cause.split(": ", 1)[1])
         if ins.raw is not None:
             return ((ins.raw & ~CTRL_MASK) | ctrl) ^ ins.hidden
         if self.encode is None:
