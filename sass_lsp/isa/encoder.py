@@ -263,6 +263,8 @@ class Encoder:
                 labels[op.name or ""] = pc + 16
         try:
             fs = instruction_features(ins, pc=pc, labels=labels)
+            if not self._knows_nans(fs, ins):
+                fs = instruction_features(ins, pc=pc, labels=labels, nan_tokens=False)
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         models = self._select(ins, fs)
@@ -295,6 +297,15 @@ class Encoder:
             plan = None
         self._plans[key] = plan
         return result
+
+    def _knows_nans(self, fs: FeatureSet, ins: Instruction) -> bool:
+        """Whether the forms of ``fs`` were trained on its NaN literals (their payload is then the one
+        ptxas writes there); else the literals are taken as a default payload's bits."""
+        nans = [t for t in fs.tokens if t.endswith("NAN") and "=" in t]
+        if not nans:
+            return True
+        models = [m for m in (self._get("g", fs.general_key), self._get("s", fs.specific_key)) if m]
+        return bool(models) and all(t in m.known for t in nans for m in models)
 
     def _compile(
         self,

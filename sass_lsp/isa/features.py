@@ -118,9 +118,16 @@ def operand_tag(op: Operand) -> str:
 
 
 def instruction_features(
-    ins: Instruction, *, pc: int = 0, labels: Mapping[str, int] | None = None, label_value: int | None = None
+    ins: Instruction,
+    *,
+    pc: int = 0,
+    labels: Mapping[str, int] | None = None,
+    label_value: int | None = None,
+    nan_tokens: bool = True,
 ) -> FeatureSet:
-    """``label_value`` overrides label resolution (raw-mode probing gives absolute targets directly)."""
+    """``label_value`` overrides label resolution (raw-mode probing gives absolute targets directly).
+    ``nan_tokens``: a NaN literal is a token (``o2=-QNAN``: a form trained on it knows the payload ptxas
+    writes there); without, it is the bits of a default payload (:data:`_SPECIAL`), for other forms."""
     tags = [operand_tag(op) for op in ins.operands]
     general_key = " ".join([ins.opcode, *tags])
     specific_key = general_key + "|" + ".".join(ins.modifiers)
@@ -170,7 +177,9 @@ def instruction_features(
             assert op.value is not None
             bits += _bits(f"{p}.i", op.value, 8)
         elif kind == "fimm":
-            if isinstance(op.fvalue, str):  # a value bit pattern like any other float: forms share its bits
+            if nan_tokens and is_nan_name(op):
+                tokens.append(f"{p}={'-' if op.neg else '+'}{op.fvalue}")
+            elif isinstance(op.fvalue, str):  # a value bit pattern like any other float: forms share its bits
                 bits += _bits(f"{p}.i", special_float_bits(float_op(ins), op.fvalue, op.neg), 64)
             else:
                 assert op.fvalue is not None

@@ -338,8 +338,6 @@ def main() -> None:
     ctx_specific: dict[str, list[tuple[int, dict[str, int]]]] = collections.defaultdict(list)
     ctx_general: dict[str, list[tuple[int, dict[str, int]]]] = collections.defaultdict(list)
     for s in real:
-        if any(is_nan_name(op) for op in s.ins.operands):
-            continue  # the payload ptxas chose is not in the text: it would contradict the text's NaN
         try:
             fs = features_for(s, label_ops, raw=False)
         except FeatureError:

@@ -133,7 +133,7 @@ def sibling_groups(own: dict[str, dict[str, set[int]]]) -> dict[str, dict[str, s
 
 def raw_features(text: str) -> FeatureSet | None:
     try:
-        return instruction_features(parse_instruction(text))
+        return instruction_features(parse_instruction(text), nan_tokens=False)
     except (InstructionSyntaxError, FeatureError):
         return None
 
