@@ -368,7 +368,11 @@ class _Assembler:
                 ctrl = encode_ctrl(ins.ctrl)
             except ValueError:  # a bad field the parser reported (instruction_diagnostics runs after it)
                 ctrl = 0
-            self.ctrl_bits[ins.ctrl] = ctrl
+            cause = _control_cause(ins.ctrl, module_arch(self.module))
+            if cause is None:
+                self.ctrl_bits[ins.ctrl] = ctrl
+            else:  # no word holds it (nvdisasm rejects it); not memoised, so every such line is reported
+                self.error(ins.line, ins.ctrl_col, cause.split(":", 1)[0], cause.split(": ", 1)[1])
         if ins.raw is not None:
             return ((ins.raw & ~CTRL_MASK) | ctrl) ^ ins.hidden
         if self.encode is None:
@@ -767,10 +771,21 @@ def _nvdisasm_failure(module: Module, message: str) -> Diagnostic:
                     ins.line,
                     ins.text_col,
                     f"nvdisasm rejects the word for '{clip(ins.text)}'{where}: {clip(detail, 200)}",
-                    "the encoding is invalid: check the instruction or its hidden bits",
+                    _control_cause(ins.ctrl, module_arch(module))
+                    or "the encoding is invalid: check the instruction or its hidden bits",
                 )
     line = blocks[0].line if blocks else 1
     return Diagnostic(line, 1, f"nvdisasm rejects the assembled cubin: {detail}", "report this as a bug")
+
+
+def _control_cause(ctrl: str, arch: str) -> str | None:
+    """The control field's known-unencodable setting (sass_lsp.isa.control.control_problem), if any."""
+    from sass_lsp.isa.control import ControlCodeError, control_problem, parse_control
+
+    try:
+        return control_problem(parse_control(ctrl), arch)
+    except ControlCodeError:
+        return None
 
 
 def module_arch(module: Module) -> str:

@@ -171,3 +171,20 @@ def control_from_bits(bits: int) -> ControlCode:
 
 def control_from_word(word128: int) -> ControlCode:
     return control_from_bits(word128 >> CONTROL_SHIFT & 0x1FFFF)
+
+
+# The largest stall a control code may hold without the yield flag: nvdisasm rejects S12-S15 with '-'
+# (its 'opex' table, which joins the stall, the yield flag and the reuse flags, has no such entry) on every
+# arch from sm_75 to sm_120, for every instruction tried.
+MAX_STALL_WITHOUT_YIELD = 11
+
+
+def control_problem(cc: ControlCode, arch: str) -> str | None:
+    """Why ``cc`` cannot be encoded on ``arch``, in the words a fix needs; None when nothing is known
+    wrong with it."""
+    if cc.stall > MAX_STALL_WITHOUT_YIELD and not cc.yield_flag:
+        return (
+            f"S{cc.stall} needs Y on {arch}: a stall above {MAX_STALL_WITHOUT_YIELD} is encodable only with "
+            f"the yield flag (write :Y:S{cc.stall:02d}, or a stall of at most {MAX_STALL_WITHOUT_YIELD})"
+        )
+    return None

@@ -20,7 +20,7 @@ from pathlib import Path
 from .archs import ARCHES, UnsupportedArch, table_arch
 from .context import Context, ContextRule
 from .control import CONTROL_MASK
-from .features import BIAS, FeatureError, FeatureSet, float_bits, instruction_features
+from .features import BIAS, FeatureError, FeatureSet, float_bits, float_op, instruction_features
 from .gf2 import FormModel
 from .shape import Role, chunk_shape, head_shape, slot_roles, split_shape
 from .syntax import Instruction, InstructionSyntaxError, parse_instruction
@@ -150,7 +150,7 @@ class Encoder:
             src = (self._specific if kind == "s" else self._general).get(key)
             if src is None:
                 return None
-            model = self._cache[cache_key] = _model(src)
+            model = self._cache[cache_key] = _with_reuse(_model(src), key)
         return model
 
     def encode(
@@ -263,6 +263,8 @@ class Encoder:
                 labels[op.name or ""] = pc + 16
         try:
             fs = instruction_features(ins, pc=pc, labels=labels)
+            if not self._knows_nans(fs, ins):
+                fs = instruction_features(ins, pc=pc, labels=labels, nan_tokens=False)
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         models = self._select(ins, fs)
@@ -296,6 +298,15 @@ class Encoder:
         self._plans[key] = plan
         return result
 
+    def _knows_nans(self, fs: FeatureSet, ins: Instruction) -> bool:
+        """Whether the forms of ``fs`` were trained on its NaN literals (their payload is then the one
+        ptxas writes there); else the literals are taken as a default payload's bits."""
+        nans = [t for t in fs.tokens if t.endswith("NAN") and "=" in t]
+        if not nans:
+            return True
+        models = [m for m in (self._get("g", fs.general_key), self._get("s", fs.specific_key)) if m]
+        return bool(models) and all(t in m.known for t in nans for m in models)
+
     def _compile(
         self,
         ins: Instruction,
@@ -323,6 +334,11 @@ class Encoder:
             )
         # a guard written as literal text (or none at all: @PT) adds constant value bits
         guard_bits = () if guard is None else tuple(f"g.r{k}" for k in range(3) if guard >> k & 1)
+        # float immediates written as names (+INF, -QNAN) hold no slot: their bits are the shape's
+        named = {
+            f"o{i}." for i, op in enumerate(ins.operands) if op.kind == "fimm" and isinstance(op.fvalue, str)
+        }
+        guard_bits += tuple(b for b in fs.bits if b[: b.index(".") + 1] in named)
         g_base = linear.gen_word(guard_bits + fs.tokens)
         s_base = linear.spec_word(guard_bits + non_mod)
         const_unseen = tuple(f for f in guard_bits if linear.unseen(f))
@@ -338,6 +354,7 @@ class Encoder:
             roles=roles,
             fields=fields,
             opcode=ins.opcode,
+            float_opcode=float_op(ins),
             form=form,
             hidden=hidden,
             const_unseen=const_unseen,
@@ -458,6 +475,29 @@ class Encoder:
             ins.operands[0].col if ins.operands else ins.opcode_col,
             "known forms: " + "; ".join(near),
         )
+
+
+# register operand slot (its field's lowest bit) -> its reuse flag bit, on every arch since Volta
+_REUSE_BIT = {24: 122, 32: 123, 64: 124}
+
+
+def _with_reuse(model: FormModel, key: str) -> FormModel:
+    """``model`` with a weight for ``.reuse`` on each register source it never saw reused: the flag of the
+    operand slot its register field sits in (ra, rb, rc). The flag is not at a fixed source ordinal (IABS's
+    one source is rb), and a wrong one lands in another field of the word (nvdisasm rejects it)."""
+    tags = key.partition("|")[0].split(" ")[1:]
+    ordinal = 0  # as instruction_features numbers reuse tokens
+    for i, tag in enumerate(tags):
+        name = f"reuse.{ordinal}"
+        if i > 0 and tag == "R" and name not in model.known:
+            field_ = model.weights.get(f"o{i}.r0", 0) & ~CONTROL_MASK
+            bit = _REUSE_BIT.get((field_ & -field_).bit_length() - 1) if f"o{i}.r0" in model.known else None
+            if bit is not None:
+                model.weights[name] = 1 << bit
+                model.known.add(name)
+        if i > 0 and tag not in ("P", "UP"):
+            ordinal += 1
+    return model
 
 
 def _xor_feats(
@@ -592,6 +632,7 @@ class _Plan:
         roles: list[Role],
         fields: list[_Field],
         opcode: str,
+        float_opcode: str,
         form: str,
         hidden: int,
         const_unseen: tuple[str, ...],
@@ -600,6 +641,7 @@ class _Plan:
         context_fields: tuple[tuple[str, int, int], ...] = (),
     ) -> None:
         self.base, self.opcode, self.form, self.hidden = base, opcode, form, hidden
+        self.float_opcode = float_opcode  # what float_bits needs: the opcode, and whether it is bf16
         self.context_fields = context_fields
         self.const_unseen, self.token_unseen = const_unseen, token_unseen
         self.relocs = relocs  # (operand index, request) of relocated immediates
@@ -635,7 +677,7 @@ class _Plan:
                 word ^= part
                 continue
             if conv != _LABEL:
-                value = _slot_value(self.opcode, conv, arg, slot) & mask
+                value = _slot_value(self.float_opcode, conv, arg, slot) & mask
                 part = field_.word(value) if value else 0
                 if value & field_.unseen_mask:  # complete for the bytes of value: word() read their bits
                     unseen = (unseen or []) + field_.unseen(value)
@@ -662,7 +704,7 @@ class _Plan:
         """The contribution of ``slot`` (not a branch target) to ``step``'s field, memoised there where it
         reads no unseen bit (as :meth:`evaluate` does)."""
         _, memo, conv, arg, mask, field_ = step
-        value = _slot_value(self.opcode, conv, arg, slot) & mask
+        value = _slot_value(self.float_opcode, conv, arg, slot) & mask
         part = field_.word(value) if value else 0
         if not value & field_.unseen_mask and len(memo) < _MAX_MEMO:
             memo[slot] = part

@@ -51,8 +51,47 @@ def _bits(prefix: str, value: int, width: int = 64) -> list[str]:
     return [f"{prefix}{k}" for k in range(width) if value >> k & 1]
 
 
+# Bits of the special values nvdisasm prints by name, per immediate format (f16, bf16, f32, f64's high
+# half). A NaN's payload is not in the text: QNAN takes IEEE's default NaN (the quiet bit alone:
+# 0x7fc00000, which ptxas writes for a NaN constant of FSEL), SNAN the smallest payload; the sign is the
+# literal's.
+_SPECIAL = {
+    "INF": (0x7C00, 0x7F80, 0x7F800000, 0x7FF00000),
+    "QNAN": (0x7E00, 0x7FC0, 0x7FC00000, 0x7FF80000),
+    "NAN": (0x7E00, 0x7FC0, 0x7FC00000, 0x7FF80000),
+    "SNAN": (0x7C01, 0x7F81, 0x7F800001, 0x7FF00001),
+}
+_SIGN = (0x8000, 0x8000, 0x80000000, 0x80000000)
+_BF16 = ".BF16_V2"  # the paired-half opcodes' modifier that makes their immediates bf16
+
+
+def float_op(ins: Instruction) -> str:
+    """What decides the format of ``ins``'s float immediates (the argument of :func:`float_bits`): the
+    opcode, with ``.BF16_V2`` kept (HFMA2.BF16_V2's immediates are bf16, nvdisasm prints them as floats)."""
+    return ins.opcode + _BF16 if "BF16_V2" in ins.modifiers else ins.opcode
+
+
+def special_float_bits(opcode: str, name: str, negative: bool) -> int:
+    """The field bits of a float immediate nvdisasm prints as a name (``+INF``, ``-QNAN``, ``+SNAN``)."""
+    if opcode.endswith(_BF16):
+        width = 1
+    else:
+        width = 0 if _F16_OPS.match(opcode) else 3 if _F64_OPS.match(opcode) else 2
+    return _SPECIAL[name][width] | (_SIGN[width] if negative else 0)
+
+
+def is_nan_name(op: Operand) -> bool:
+    """A float immediate printed as a NaN name: its payload is not in the text."""
+    return op.kind == "fimm" and isinstance(op.fvalue, str) and op.fvalue.endswith("NAN")
+
+
 def float_bits(opcode: str, value: float) -> int:
     try:
+        if opcode.endswith(_BF16):  # bf16: the high half of the f32, which nvdisasm prints exactly
+            bits = struct.unpack("<I", struct.pack("<f", value))[0]
+            if bits & 0xFFFF:
+                raise OverflowError("not a bf16 value")
+            return bits >> 16
         if _F16_OPS.match(opcode):
             return struct.unpack("<H", struct.pack("<e", value))[0]
         if _F64_OPS.match(opcode):
@@ -79,9 +118,16 @@ def operand_tag(op: Operand) -> str:
 
 
 def instruction_features(
-    ins: Instruction, *, pc: int = 0, labels: Mapping[str, int] | None = None, label_value: int | None = None
+    ins: Instruction,
+    *,
+    pc: int = 0,
+    labels: Mapping[str, int] | None = None,
+    label_value: int | None = None,
+    nan_tokens: bool = True,
 ) -> FeatureSet:
-    """``label_value`` overrides label resolution (raw-mode probing gives absolute targets directly)."""
+    """``label_value`` overrides label resolution (raw-mode probing gives absolute targets directly).
+    ``nan_tokens``: a NaN literal is a token (``o2=-QNAN``: a form trained on it knows the payload ptxas
+    writes there); without, it is the bits of a default payload (:data:`_SPECIAL`), for other forms."""
     tags = [operand_tag(op) for op in ins.operands]
     general_key = " ".join([ins.opcode, *tags])
     specific_key = general_key + "|" + ".".join(ins.modifiers)
@@ -131,11 +177,13 @@ def instruction_features(
             assert op.value is not None
             bits += _bits(f"{p}.i", op.value, 8)
         elif kind == "fimm":
-            if isinstance(op.fvalue, str):
+            if nan_tokens and is_nan_name(op):
                 tokens.append(f"{p}={'-' if op.neg else '+'}{op.fvalue}")
+            elif isinstance(op.fvalue, str):  # a value bit pattern like any other float: forms share its bits
+                bits += _bits(f"{p}.i", special_float_bits(float_op(ins), op.fvalue, op.neg), 64)
             else:
                 assert op.fvalue is not None
-                bits += _bits(f"{p}.i", float_bits(ins.opcode, op.fvalue), 64)
+                bits += _bits(f"{p}.i", float_bits(float_op(ins), op.fvalue), 64)
         elif kind == "label":
             if label_value is not None:
                 target = label_value

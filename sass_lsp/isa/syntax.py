@@ -110,6 +110,7 @@ _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|INF|QNAN|SNAN|NAN)$")
 _RELOC = re.compile(r"(\d+@\w+)\((.*)\)$")
 _ANNOT = re.compile(r"\(\*.*?\*\)")
 _IDENT = re.compile(r"[A-Za-z_$.][\w$.@]*$")
+_DIM = re.compile(r"\d+D$")  # texture dimensions: TEX ... 2D, SULD.D.BA.1D
 
 
 def parse_reg(text: str) -> Reg | None:
@@ -346,7 +347,7 @@ def parse_operand(text: str, col: int) -> Operand:
     sufs = [s for s in sufs if s != "reuse"]
     if reg is not None:
         return Operand("reg", orig, col, reg=reg, suffixes=tuple(sufs), reuse=reuse, **flags)
-    if _IDENT.match(text) and text[:1].isalpha():
+    if _IDENT.match(text) and text[:1].isalpha() or _DIM.match(text):
         return Operand("name", orig, col, name=core, suffixes=tuple(sufs), reuse=reuse, **flags)
     raise InstructionSyntaxError(
         f"cannot parse operand {orig!r}", col, "expected a register, immediate, c[..][..], [..] or `(label)"

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from sass_lsp.isa.context import ContextRule  # noqa: E402
 from sass_lsp.isa.control import CONTROL_MASK  # noqa: E402
-from sass_lsp.isa.features import FeatureError, instruction_features  # noqa: E402
+from sass_lsp.isa.features import FeatureError, instruction_features, is_nan_name  # noqa: E402
 from sass_lsp.isa.gf2 import FormModel, learn  # noqa: E402
 from sass_lsp.isa.listing import listing_contexts, parse_listing  # noqa: E402
 from sass_lsp.isa.syntax import Instruction, InstructionSyntaxError, parse_instruction  # noqa: E402
@@ -59,7 +59,6 @@ ARCHES = {
 }
 GLOBAL_FEATURE = re.compile(r"^(g:not|g:U|g\.r\d|reuse\.\d)$")
 # kernel-level loads whose destination may be a field other instructions' text omits (sass_lsp/isa/context.py)
-NAN_TOKEN = re.compile(r"=[+-][QS]NAN$")
 CONTEXT_LOAD = re.compile(r"^(U\w*(?:\.\w+)*) UR\d+, (c\[0x0\]\[0x[0-9a-f]+\])$")
 CONTEXT_WIDTH = 6  # a uniform register index (URZ = 63)
 CONTEXT_MIN_SAMPLES = 2  # real samples of one form that must agree on a field's place
@@ -284,6 +283,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=40000, help="words per nvdisasm raw call")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--cache", type=Path, default=CACHE, help="where compiled training cubins are kept")
+    ap.add_argument(
+        "--no-walk", action="store_true", help="skip the field walk (tools/isa/walk_fields.py) at the end"
+    )
     args = ap.parse_args()
     t0 = time.time()
     arch = args.arch
@@ -381,7 +383,7 @@ def main() -> None:
                     fs = features_for(Sample(parse_instruction(text), text, 0, pc, {}), label_ops, raw=True)
                 except (InstructionSyntaxError, FeatureError):
                     continue
-                if any(NAN_TOKEN.search(t) for t in fs.tokens):
+                if any(is_nan_name(op) for op in parse_instruction(text).operands):
                     continue  # a NaN's payload is not in the text: such variants contradict each other
                 word = src_word ^ (1 << bit)
                 probe_specific[fs.specific_key].append(
@@ -507,6 +509,10 @@ def main() -> None:
         json.dump(table, fh, separators=(",", ":"))
     tmp_out.replace(out)
     log(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB) in {time.time() - t0:.0f} s")
+    if not args.no_walk:
+        from walk_fields import walk
+
+        log(f"field walk: tokens added {walk(arch, out)}")
 
 
 if __name__ == "__main__":
