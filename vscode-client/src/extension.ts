@@ -327,6 +327,11 @@ async function commandTarget(command: ClientCommand, arg: unknown): Promise<{ ur
 }
 
 async function present(p: Presentation): Promise<void> {
+  if (p.kind === "saveAs") {
+    const choice = await vscode.window.showWarningMessage(`SASS: ${p.text}`, "Save As…");
+    if (choice) await vscode.commands.executeCommand("workbench.action.files.saveAs");
+    return;
+  }
   if (p.kind === "open") {
     await vscode.window.showTextDocument(vscode.Uri.parse(p.uri), { preview: false });
     return;

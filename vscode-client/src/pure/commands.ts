@@ -38,7 +38,8 @@ export interface EditChoice {
 export type Presentation =
   | { kind: "message"; severity: "info" | "warning" | "error"; text: string; reveal?: string; details?: string }
   | { kind: "open"; uri: string; text: string }
-  | { kind: "pick"; text: string; choices: EditChoice[] };
+  | { kind: "pick"; text: string; choices: EditChoice[] }
+  | { kind: "saveAs"; text: string };
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -75,6 +76,8 @@ export function presentResult(command: ClientCommand, result: unknown): Presenta
   }
   if (isObject(result)) {
     const details = JSON.stringify(result, null, 2);
+    // an untitled document: the server writes nothing; the user saves it first ("Save As…")
+    if (result.verdict === "unsaved") return { kind: "saveAs", text: typeof result.message === "string" ? result.message : `${name}: save the file first.` };
     if (result.ok === false) {
       const n = typeof result.errors === "number" ? `${result.errors} error(s)` : "failed";
       const msg = typeof result.message === "string" ? result.message : `${name}: ${n}; see the Problems panel.`;

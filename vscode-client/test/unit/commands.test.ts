@@ -31,6 +31,9 @@ test("answers of the existing server commands", () => {
   assert.equal(bad.kind, "message");
   assert.equal(bad.kind === "message" && bad.severity, "error");
   assert.match(bad.kind === "message" ? bad.text : "", /2 error\(s\)/);
+  // an untitled document: nothing written, the user is offered "Save As…"
+  const unsaved = presentResult(byId("cuasm.assemble"), { ok: false, verdict: "unsaved", message: "Untitled-1 is not saved" });
+  assert.deepEqual(unsaved, { kind: "saveAs", text: "Untitled-1 is not saved" });
   // sass-lsp.disassemble returns the new file's URI
   assert.deepEqual(presentResult(byId("cuasm.disassemble"), "file:///w/k%20a.cuasm"), { kind: "open", uri: "file:///w/k%20a.cuasm", text: "Disassemble cubin: opened k a.cuasm." });
 });
