@@ -21,6 +21,7 @@ PER_CLASS_PER_KERNEL = 4
 RESULTS: dict[str, dict[str, str]] = {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHES)
 def test_mutations_are_flagged(arch: str) -> None:
     sem = load_semantics(arch)

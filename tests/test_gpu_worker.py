@@ -136,6 +136,7 @@ def test_worker_crash_is_reported_and_recovered(runner):
     assert runner.hello().ok
 
 
+@pytest.mark.slow
 def test_watchdog_kills_a_hanging_worker():
     with GpuRunner(timeout_s=2, env=FAKE) as active:
         assert active.hello().ok

@@ -340,6 +340,7 @@ def _run_machine(tmp_path: Path, examples: int, steps: int) -> None:
             HostileEditing.client = None
 
 
+@pytest.mark.slow
 def test_server_survives_hostile_editing(tmp_path: Path) -> None:
     _run_machine(tmp_path, examples=4, steps=12)
 

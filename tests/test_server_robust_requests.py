@@ -42,6 +42,7 @@ def _params(method: str, line: int, character: int, n_lines: int) -> dict:
     return params
 
 
+@pytest.mark.slow
 def test_every_request_type_is_answered_on_a_5k_instruction_file(big_text: str, tmp_path: Path) -> None:
     lines = big_text.split("\n")
     instr = [i for i, line in enumerate(lines) if line.lstrip().startswith("[B")]
