@@ -24,7 +24,7 @@ test("arguments: exactly the document URI (the server's handlers take `uri: str`
 });
 
 test("answers of the existing server commands", () => {
-  // sass-lsp.assemble (sass_lsp/server/handlers.py)
+  // sass-lsp.assemble (sass_lsp/server/features/files.py)
   const ok = presentResult(byId("cuasm.assemble"), { ok: true, cubin: "file:///w/k.cubin", bytes: 9216 });
   assert.deepEqual(ok, { kind: "message", severity: "info", text: "Assemble: wrote k.cubin (9216 bytes).", reveal: "file:///w/k.cubin", details: JSON.stringify({ ok: true, cubin: "file:///w/k.cubin", bytes: 9216 }, null, 2) });
   const bad = presentResult(byId("cuasm.assemble"), { ok: false, errors: 2 });
@@ -57,7 +57,7 @@ test("a command the server lacks is named as a missing server feature", () => {
   assert.deepEqual(other, { kind: "message", severity: "error", text: "Assemble failed: boom" });
 });
 
-test("sass-lsp.suggestReorders answers (sass_lsp/server/handlers.py cmd_suggest): a pick, or why not", () => {
+test("sass-lsp.suggestReorders answers (sass_lsp/server/features/actions.py): a pick, or why not", () => {
   const edit = { documentChanges: [{ textDocument: { uri: "file:///w/k.cuasm", version: 4 }, edits: [{ range: { start: { line: 9, character: 0 }, end: { line: 12, character: 40 } }, newText: "a\nb\nc\nd" }] }] };
   const time = { version: 4, title: "Reorder: hoist 2 LDG above FFMA — predicted −6% cycles", kernel: "k", edits: [[10, 13, ["a", "b", "c", "d"]]] };
   const answer = {
