@@ -348,15 +348,7 @@ def request_latencies(args: argparse.Namespace, text: str, results: dict[str, fl
 
     def params(method: str) -> dict:
         line = rng.choice(instr_lines)
-        out = request_params(method, uri, line, rng.randrange(len(lines[line]) + 1), len(lines))
-        if method == "textDocument/formatting":
-            out["options"] = {"tabSize": 4, "insertSpaces": True}
-        elif method == "textDocument/semanticTokens/range":
-            out["range"] = {
-                "start": {"line": line, "character": 0},
-                "end": {"line": line + 100, "character": 0},
-            }
-        return out
+        return request_params(method, uri, line, rng.randrange(len(lines[line]) + 1), len(lines))
 
     try:
         rss_start = client.rss_mb()

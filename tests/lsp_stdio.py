@@ -345,6 +345,11 @@ def request_params(method: str, uri: str, line: int, character: int, n_lines: in
         return {"textDocument": doc, "range": rng, "context": {"diagnostics": []}}
     if method == "textDocument/references":
         return {"textDocument": doc, "position": pos, "context": {"includeDeclaration": True}}
+    if method == "textDocument/formatting":
+        return {"textDocument": doc, "options": {"tabSize": 4, "insertSpaces": True}}
+    if method == "textDocument/semanticTokens/range":
+        span = {"start": {"line": line, "character": 0}, "end": {"line": line + 100, "character": 0}}
+        return {"textDocument": doc, "range": span}
     return {"textDocument": doc, "position": pos}
 
 

@@ -30,18 +30,6 @@ def big_text() -> str:
     return server_latency.generate(CORPUS / "triton_matmul.cuasm", 5000)
 
 
-def _params(method: str, line: int, character: int, n_lines: int) -> dict:
-    params = request_params(method, URI, line, character, n_lines)
-    if method == "textDocument/formatting":
-        params["options"] = {"tabSize": 4, "insertSpaces": True}
-    elif method == "textDocument/semanticTokens/range":
-        params["range"] = {
-            "start": {"line": line, "character": 0},
-            "end": {"line": line + 100, "character": 0},
-        }
-    return params
-
-
 @pytest.mark.slow
 def test_every_request_type_is_answered_on_a_5k_instruction_file(big_text: str, tmp_path: Path) -> None:
     lines = big_text.split("\n")
@@ -55,7 +43,7 @@ def test_every_request_type_is_answered_on_a_5k_instruction_file(big_text: str, 
         slow = {}
         for k, method in enumerate(METHODS):
             line = instr[(k * 997) % len(instr)]
-            reply = client.request(method, _params(method, line, 30, len(lines)), timeout=30)
+            reply = client.request(method, request_params(method, URI, line, 30, len(lines)), timeout=30)
             assert reply.error is None, (method, reply.error)
             if reply.seconds > state.REQUEST_DEADLINE_S + 1.0:  # the deadline plus the way through the pipe
                 slow[method] = reply.seconds
@@ -66,7 +54,8 @@ def test_every_request_type_is_answered_on_a_5k_instruction_file(big_text: str, 
         for k, method in enumerate(METHODS):
             at = {"start": {"line": line, "character": col}, "end": {"line": line, "character": col + 1}}
             client.change(URI, k + 2, [{"range": at, "text": str(k % 9 + 1)}])
-            reply = client.request(method, _params(method, instr[k * 31], 30, len(lines)), timeout=30)
+            params = request_params(method, URI, instr[k * 31], 30, len(lines))
+            reply = client.request(method, params, timeout=30)
             assert reply.error is None or reply.error["code"] == lsp.LSPErrorCodes.ContentModified, (
                 reply.error
             )

@@ -220,10 +220,11 @@ def _independent_ldgsts(k: Kernel, run: int, start: int, end: int) -> list:
     """The LDGSTS from ``start`` up to the group's LDGDEPBAR or a BAR whose sources no instruction from the
     placeholder run at ``run`` on writes: they can move above the run without reading other values."""
     group, written = [], set()
-    for nd in k.nodes[run:end]:
+    for i in range(run, end):
+        nd = k.nodes[i]
         if nd.eff.opcode in ("LDGDEPBAR", "BAR"):
             break
-        if nd.eff.opcode == "LDGSTS" and k.nodes.index(nd) >= start and not set(nd.eff.use_units) & written:
+        if nd.eff.opcode == "LDGSTS" and i >= start and not set(nd.eff.use_units) & written:
             group.append(nd)
         written |= set(nd.eff.def_units)
     return group
