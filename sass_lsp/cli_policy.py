@@ -55,6 +55,17 @@ def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported l
         ) from exc
 
 
+def _load_perf():  # noqa: ANN202 (PerfModel; torch is imported lazily)
+    """The packaged performance model; a :class:`CliError` naming what to do."""
+    try:
+        return app.load_perf_model()
+    except app.PolicyUnavailable as exc:
+        raise CliError(
+            f"{exc.path}: cannot load the performance model: {exc.detail}",
+            exc.hint or "reinstall sass-lsp, or pass --rank cost to rank by the static cost model",
+        ) from exc
+
+
 def _text_and_arch(path: Path, kernel: str | None = None) -> tuple[str, str]:
     from sass_lsp.cli import _read_text
 
@@ -78,20 +89,24 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         kernel=args.kernel,
         max_moves=args.max_moves,
         time_budget_s=args.time_budget,
+        rank=args.rank,
+        perf=_load_perf() if args.rank == "model" else None,
     )
     if args.format == "json":
         print(to_json(found))
         return 0
+    model = "the performance model" if args.rank == "model" else "the static cost model"
     if not found:
-        print(f"{args.cuasm}: no reordering predicted to be faster")
+        print(f"{args.cuasm}: no reordering predicted to be faster by {model}")
+        print("  `sass-lsp optimize` searches for one on the GPU, measuring every candidate")
     else:
-        print("Predicted by the static cost model and hazard-free by the checker, but NOT verified: a")
+        print(f"Predicted by {model}, not measured, and hazard-free by the checker. Time one first:")
         print(
-            "reordering the checker accepts can still give wrong results on the GPU (docs/evaluation.md)."
-            " Verify with `sass-lsp bench` first."
+            "a reordering the checker accepts can still give wrong results on the GPU (docs/evaluation.md);"
+            " `sass-lsp bench` verifies and times it."
         )
     for i, s in enumerate(found, 1):
-        print(f"{i}. {s.title}  [{s.kernel}: {s.cost_before:.0f} -> {s.cost_after:.0f} predicted cycles]")
+        print(f"{i}. {s.title}  [{s.kernel}: {s.cost_before:.0f} -> {s.cost_after:.0f} cost-model cycles]")
         for move in s.moves:
             print(f"     {move}")
         for first, last, new in s.edits:
@@ -513,10 +528,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = command(
         "suggest",
         "reorder suggestions from the trained policy (text edits + predicted gain)",
-        "Reorderings of a kernel's instructions that the reorder policy finds and the static cost model "
-        "predicts to be faster, best first, each hazard-free and given as text edits. Predicted, not "
-        "measured: time one with `sass-lsp bench` (or let `sass-lsp optimize` measure many) before "
-        "keeping it.",
+        "Reorderings of a kernel's instructions that the reorder policy finds and the learned performance "
+        "model predicts to be faster, best first, each with its predicted speedup and 90% interval, "
+        "hazard-free and given as text edits. Predicted, not measured: time one with `sass-lsp bench` (or "
+        "let `sass-lsp optimize` search on the GPU) before keeping it. None when the model predicts no "
+        "gain: then `sass-lsp optimize` is the way to look for one.",
     )
     p.add_argument("cuasm", type=Path, help="the .cuasm file")
     p.add_argument(
@@ -534,6 +550,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--time-budget",
         type=float,
         help="seconds for the search, as an editor asks (default: the whole search, same answer each run)",
+    )
+    p.add_argument(
+        "--rank",
+        choices=app.RANKINGS,
+        default="model",
+        help="what ranks the candidates: the learned performance model (predicted speedup with an interval) "
+        "or the static cost model (predicted cycles of the hot region; faster, no interval)",
     )
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format")
     p.add_argument(

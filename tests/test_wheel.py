@@ -131,13 +131,20 @@ def test_policy_extra_suggests_with_the_bundled_checkpoint(installed, tmp_path: 
     print(f"[policy] installed in {time.perf_counter() - t0:.0f} s")
     kernel = tmp_path / KERNEL.name
     shutil.copy(KERNEL, kernel)
-    out = _run(
-        [str(bin_dir / "sass-lsp"), "suggest", kernel.name, "--format", "json"], tmp_path, env, timeout=600
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    found = json.loads(out.stdout)
-    assert found and all(s["kernel"] == "add_kernel" and s["edits"] for s in found), found
-    assert all(s["cost_after"] < s["cost_before"] and s["predicted_gain"] > 0 for s in found)
+    for rank in ("cost", "model"):  # the cost model's suggestions; the packaged performance model's ranking
+        out = _run(
+            [str(bin_dir / "sass-lsp"), "suggest", kernel.name, "--format", "json", "--rank", rank],
+            tmp_path,
+            env,
+            timeout=600,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        found = json.loads(out.stdout)
+        if rank == "cost":
+            assert found and all(s["kernel"] == "add_kernel" and s["edits"] for s in found), found
+            assert all(s["cost_after"] < s["cost_before"] and s["predicted_gain"] > 0 for s in found)
+        else:  # triton_add: nothing predicted faster (the model loaded from the wheel's package data)
+            assert found == [], found
 
 
 def _initialize(command: str, cwd: Path, env: dict[str, str]) -> dict:

@@ -1,6 +1,6 @@
 """The application layer: each use case composed once, for the CLI, the language server and the benchmarks.
 
-- :func:`suggest` — a text's arch, the policy, its reorder suggestions on the cost model.
+- :func:`suggest` — a text's arch, the policy's rollouts, ranked by the performance model (or the cost model).
 - :func:`time_edit` — assemble an edit and its original, verify and time them in the GPU worker.
 - :func:`original_kernel` + :func:`optimize_kernel` — the original (arch, launch spec, device, cubin), the
   policy's search screened on the GPU within a budget, the best confirmed, the outputs written.
@@ -22,20 +22,22 @@ from sass_lsp.app.optimize import (
     original_kernel,
     policy_search,
 )
-from sass_lsp.app.policy import PolicyUnavailable, load_policy, policy_path
-from sass_lsp.app.suggest import suggest
+from sass_lsp.app.policy import PolicyUnavailable, load_perf_model, load_policy, policy_path
+from sass_lsp.app.suggest import RANKINGS, suggest
 from sass_lsp.app.timing import time_edit
 
 __all__ = [
     "AppError",
     "Optimized",
     "Original",
+    "RANKINGS",
     "PolicyUnavailable",
     "SearchChoice",
     "assemble",
     "kernel_arch",
     "kernel_measure",
     "launch_spec",
+    "load_perf_model",
     "load_policy",
     "optimize_kernel",
     "original_kernel",

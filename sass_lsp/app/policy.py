@@ -52,3 +52,21 @@ def load_policy(path: Path | None = None) -> Any:
     except Exception as exc:  # a bad checkpoint (any loader error) is the user's to fix, not a crash
         log.warning("cannot load policy %s", path, exc_info=True)
         raise PolicyUnavailable(BAD_CHECKPOINT, path, str(exc)) from exc
+
+
+def load_perf_model(folder: Path | None = None) -> Any:
+    """The performance model that ranks suggestions (None: the packaged one), loaded once per process.
+    Raises :class:`PolicyUnavailable` (it needs the same extra as the policy)."""
+    from sass_lsp.perf.predict import DEFAULT_MODEL
+
+    folder = folder or DEFAULT_MODEL
+    missing = missing_policy_modules()
+    if missing:
+        raise PolicyUnavailable(NO_EXTRA, folder, missing)
+    from sass_lsp.perf.predict import load_model
+
+    try:
+        return load_model(folder)
+    except Exception as exc:  # a missing or bad checkpoint is reported, not a crash
+        log.warning("cannot load performance model %s", folder, exc_info=True)
+        raise PolicyUnavailable(BAD_CHECKPOINT, folder, str(exc)) from exc

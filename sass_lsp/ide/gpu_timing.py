@@ -19,6 +19,7 @@ from sass_lsp.ide.index import DocumentIndex, Kernel
 from sass_lsp.ide.outline import InlayHint, Lens
 
 CMD_TIME_EDIT = "sass-lsp.timeEdit"
+CMD_OPTIMIZE = "sass-lsp.optimizeSchedule"
 DIAG_CODE = "gpu-timing"
 SOURCE = "sass-lsp gpu"
 

@@ -1,6 +1,8 @@
 """Feature: reorder suggestions from the trained policy (:mod:`sass_lsp.policy.suggest`) in editor terms:
-one code action per suggestion (its whole edit in one ``WorkspaceEdit``: one click, one undo), a "Time this
-suggestion on the GPU" action beside each, and the JSON the ``sass-lsp.suggestReorders`` command returns.
+one code action per suggestion (its whole edit in one ``WorkspaceEdit``: one click, one undo), labelled with
+the performance model's predicted gain and interval, a "Time this suggestion on the GPU" action beside each,
+"Search for a faster schedule on the GPU" where nothing is predicted faster, and the JSON the
+``sass-lsp.suggestReorders`` command returns.
 
 Architecture Invariant: no torch here, and no IO. The server (an edge, :mod:`sass_lsp.server.suggestions`)
 loads the policy and runs it; this module gets its :class:`Suggestion` s as plain values.
@@ -14,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from sass_lsp.ide.actions import CodeAction
-from sass_lsp.ide.gpu_timing import CMD_TIME_EDIT
+from sass_lsp.ide.gpu_timing import CMD_OPTIMIZE, CMD_TIME_EDIT
 from sass_lsp.ide.index import DocumentIndex
 from sass_lsp.ide.schedule_view import replace_lines
 
 CMD_SUGGEST = "sass-lsp.suggestReorders"
 TIME_TITLE = "Time this suggestion on the GPU"
+Prediction = tuple[float, float, float]  # predicted speedup, and its central 90% interval (low, high)
+PREDICTION_KEYS = ("speedup", "low", "high")
 LineEdits = tuple[tuple[int, int, tuple[str, ...]], ...]  # (first, last) 1-based inclusive, new lines
 
 
@@ -34,17 +38,23 @@ class SuggestionView:
     cost_before: float
     cost_after: float
     edits: LineEdits
+    prediction: Prediction | None = None  # None: ranked by the static cost model
 
     @property
     def detail(self) -> str:
-        """The cost model's figures and the moves (two suggestions can share a title, never their moves), and
-        a warning: no reordering is trusted before the GPU has verified it (README "Reordering")."""
+        """The prediction and the moves (two suggestions can share a title, never their moves), and a
+        warning: no reordering is trusted before the GPU has verified it (README "Reordering")."""
         moves = "; ".join(self.moves[:3]) + (f"; +{len(self.moves) - 3} more" if len(self.moves) > 3 else "")
-        figures = f"{self.cost_before:,.0f} → {self.cost_after:,.0f} predicted cycles"
+        figures = f"cost model {self.cost_before:,.0f} → {self.cost_after:,.0f} cycles"
+        if self.prediction is not None:
+            speedup, low, high = self.prediction
+            figures = f"predicted {speedup:.3f}× (90%: {low:.3f}–{high:.3f}), {PREDICTED} · {figures}"
         return f"{self.kernel}: {figures} · {moves} · {UNVERIFIED}"
 
 
+PREDICTED = "predicted, not measured"
 UNVERIFIED = "not verified: time it on the GPU before trusting it"
+SEARCH_TITLE = "Search for a faster schedule on the GPU"
 
 
 def view(s: Any) -> SuggestionView:
@@ -56,7 +66,12 @@ def view(s: Any) -> SuggestionView:
         float(s.cost_before),
         float(s.cost_after),
         tuple((int(a), int(b), tuple(str(x) for x in new)) for a, b, new in s.edits),
+        _prediction(getattr(s, "prediction", None)),
     )
+
+
+def _prediction(p: Any) -> Prediction | None:
+    return None if p is None else (float(p.speedup), float(p.low), float(p.high))
 
 
 # ------------------------------------------------------------------------------------------- the policy
@@ -128,6 +143,18 @@ def suggestion_actions(
     return out
 
 
+def search_action(uri: str, budget_s: float) -> CodeAction:
+    """Where nothing is predicted faster: ``sass-lsp.optimizeSchedule`` (the GPU search, ``budget_s`` GPU
+    seconds), asked to offer its verified schedule as an edit to apply when it finds one."""
+    return CodeAction(
+        f"{SEARCH_TITLE} ({budget_s:.0f} s)",
+        "refactor.rewrite",
+        (),
+        command=CMD_OPTIMIZE,
+        arguments=(uri, {"offer": True}),
+    )
+
+
 def parse_time_arguments(raw: Any) -> tuple[int, str, LineEdits]:
     """(version, title, edits) from :func:`time_arguments`'s JSON; ValueError when it is not that."""
     try:
@@ -161,4 +188,6 @@ def summary_json(s: SuggestionView) -> dict[str, Any]:
         "predicted_gain": s.predicted_gain,
         "cost_before": s.cost_before,
         "cost_after": s.cost_after,
+        "prediction": None if s.prediction is None else dict(zip(PREDICTION_KEYS, s.prediction, strict=True)),
+        "measured": False,
     }

@@ -9,6 +9,7 @@ for the model; the features are numpy."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 from sass_lsp.perf import features as pf
 
 if TYPE_CHECKING:
+    from sass_lsp.analysis.program import Kernel
     from sass_lsp.perf.model import PerfModel
 
 DEFAULT_MODEL = Path(__file__).parent / "models" / "perf-v1"
@@ -40,21 +42,34 @@ def load_model(folder: Path = DEFAULT_MODEL) -> PerfModel:
 
 
 class Predictor:
+    """Predictions for schedules of one original kernel: from candidate texts (:meth:`predict`) or, where
+    the caller holds them already (a game's states), from node orders per block (:meth:`predict_orders`)."""
+
     def __init__(self, original: str, arch: str, kernel: str | None = None, model: PerfModel | None = None):
         from sass_lsp.schedule.canonical import OriginalOrders
 
         self.orders = OriginalOrders(original, arch, kernel)
-        self.facts = pf.KernelFacts.of(self.orders.k)
+        self.k = self.orders.k
+        self.facts = pf.KernelFacts.of(self.k)
         self.model = model
+
+    @classmethod
+    def of_kernel(cls, k: Kernel, model: PerfModel | None = None) -> Predictor:
+        """A predictor of schedules of ``k`` given as orders only (no text parsed: :meth:`predict` is off)."""
+        self = cls.__new__(cls)
+        self.orders, self.k, self.facts, self.model = None, k, pf.KernelFacts.of(k), model
+        return self
 
     def features(self, text: str) -> np.ndarray | None:
         """``text``'s feature row, or None when it is no reordering of the original's blocks."""
         orders = self.orders.orders(text)
-        if orders is None:
-            return None
+        return None if orders is None else self.order_features(orders)
+
+    def order_features(self, orders: Mapping[int, Sequence[int]]) -> np.ndarray:
+        """The feature row of the schedule that puts each listed block's nodes in that order."""
         slots, nodes = [], []
         for b, order in orders.items():
-            start = self.orders.k.blocks[b].start
+            start = self.k.blocks[b].start
             for p, node in enumerate(order):
                 if start + p != node:
                     slots.append(start + p)
@@ -62,9 +77,14 @@ class Predictor:
         return self.facts.features(np.array(slots, np.int64), np.array(nodes, np.int64))
 
     def predict(self, texts: list[str]) -> list[Prediction | None]:
-        rows = [self.features(t) for t in texts]
+        return self._predict([self.features(t) for t in texts])
+
+    def predict_orders(self, schedules: Sequence[Mapping[int, Sequence[int]]]) -> list[Prediction]:
+        return self._predict([self.order_features(o) for o in schedules])  # type: ignore[return-value]
+
+    def _predict(self, rows: list[np.ndarray | None]) -> list[Prediction | None]:
         real = [i for i, r in enumerate(rows) if r is not None]
-        out: list[Prediction | None] = [None] * len(texts)
+        out: list[Prediction | None] = [None] * len(rows)
         if real:
             model = self.model or load_model()
             s, lo, hi = model.interval(np.stack([rows[i] for i in real]))

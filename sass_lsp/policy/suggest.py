@@ -3,9 +3,11 @@
 ``suggest(text, arch, net=...)`` plays the reorder game on the kernel's hot window: the policy's greedy
 rollout and the greedy continuations of its other top first moves, run in lock step so that each step is one
 batched forward pass. Every rollout is scored by the game's cost model; its best prefix is a candidate. The
-distinct candidates that save predicted cycles become :class:`Suggestion` s, best first, with text edits
-from ``game.edits`` (every state of the game is hazard-free: the game repairs control codes after each
-move).
+distinct candidates become :class:`Suggestion` s, best first, with text edits from ``game.edits`` (every
+state of the game is hazard-free: the game repairs control codes after each move). With a performance model
+(``perf``, :mod:`sass_lsp.perf`) every state the rollouts reached is a candidate, ranked by its predicted
+speedup, and those predicted faster are suggested, each with its 90% interval; without one, each rollout's
+cheapest state under the static cost model is, if it saves predicted cycles.
 
 No training dependencies (PPO, vector envs); ``time_budget_s`` bounds the search for interactive use.
 ``warm_up(net)`` (once, where the policy is loaded) takes the per-process costs off the first request: the
@@ -14,6 +16,7 @@ game's imports (gymnasium, the hazard analysis) and torch's first forward pass.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import time
@@ -27,6 +30,7 @@ import numpy as np
 import torch
 
 from sass_lsp.analysis.program import gc_paused
+from sass_lsp.perf.predict import Prediction, Predictor
 from sass_lsp.policy.model import PolicyNet, collate, compact, load_policy
 from sass_lsp.schedule import observation as ob
 
@@ -57,26 +61,36 @@ DEFAULT_BRANCHES = 4
 class Suggestion:
     kernel: str
     moves: tuple[str, ...]  # human descriptions, e.g. "hoist LDGSTS (line 212) above HGMMA (line 205)"
-    title: str  # e.g. "Reorder: hoist 4 LDGSTS above HGMMA — predicted −6% cycles"
-    predicted_gain: float  # fraction of predicted cycles saved, (before - after) / before
-    cost_before: float
+    title: str  # "Reorder: hoist 4 LDGSTS above HGMMA — +1.2% faster (90%: −0.8% to +3.3%), predicted, …"
+    predicted_gain: float  # share of time saved: as ``prediction`` predicts if any, else the cost model
+    cost_before: float  # the static cost model's cycles of the hot region
     cost_after: float
     edits: tuple[Edit, ...]
+    prediction: Prediction | None = None  # the performance model's speedup and 90% interval
+
+
+# A candidate is suggested when the performance model predicts at least this speedup (+0.05%: what rounds
+# to a gain at the titles' precision).
+MIN_PREDICTED_SPEEDUP = 1.0005
 
 
 @dataclass
 class _Branch:
-    """One rollout: its game, latest observation, and the snapshot of the cheapest state it reached."""
+    """One rollout: its game, latest observation, the snapshot of the cheapest state it reached and every
+    state it reached (in order)."""
 
     game: Any  # a ReorderGame
     obs: dict
     best: Any = None
     best_cost: float = float("inf")
     alive: bool = True
+    states: list = dataclasses.field(default_factory=list)
 
     def record(self) -> None:
+        snap = self.game.snapshot()
+        self.states.append(snap)
         if float(self.game.cost) < self.best_cost:
-            self.best, self.best_cost = self.game.snapshot(), float(self.game.cost)
+            self.best, self.best_cost = snap, float(self.game.cost)
 
 
 def load_for_suggestions(path: str | Path) -> PolicyNet:
@@ -130,9 +144,11 @@ def suggest(
     max_moves: int = 8,
     branches: int | None = None,
     time_budget_s: float | None = 0.2,
+    perf: Any = None,
 ) -> list[Suggestion]:
-    """Up to ``top`` distinct reorderings of ``kernel`` (default: the largest) that the cost model predicts
-    to be faster, best first.
+    """Up to ``top`` distinct reorderings of ``kernel`` (default: the largest) predicted to be faster, best
+    first: by the performance model ``perf`` (a :class:`sass_lsp.perf.model.PerfModel`) over every state the
+    rollouts reached, or (``perf`` None) by the static cost model over each rollout's cheapest state.
 
     ``branches``: first moves explored (default :data:`DEFAULT_BRANCHES`, whatever ``top``: the list for
     ``top=k`` is the first k of the list for a larger ``top``, at most ``branches`` long).
@@ -192,26 +208,69 @@ def suggest(
         per_branch = (time.perf_counter() - now) / len(todo)
 
     lines = text.splitlines()
-    name = game.k0.name
+    if perf is None:
+        picks = [(br.best, None) for br in sorted(live, key=lambda b: b.best_cost) if br.best_cost < cost0]
+    else:
+        predictor = _predictor(text, arch, kernel, max_moves, perf)
+        picks = _ranked(predictor, [snap for br in live for snap in br.states])
     out: list[Suggestion] = []
     seen: set[Any] = set()
-    for br in sorted(live, key=lambda b: b.best_cost):
-        if br.best_cost >= cost0:
-            continue
-        game.restore(br.best)
+    for snap, prediction in picks:
+        game.restore(snap)
         key = tuple((b, tuple(order)) for b, order in sorted(game.orders().items()))
         if key in seen:
             continue
         seen.add(key)
-        edits = tuple((a, b, tuple(new)) for a, b, new in game.edits(lines))
-        gain = (cost0 - br.best_cost) / cost0
-        descriptions, kinds = describe_moves(game, game.moves)
-        out.append(
-            Suggestion(name, tuple(descriptions), _title(kinds, gain), gain, cost0, br.best_cost, edits)
-        )
+        out.append(_suggestion(game, lines, cost0, prediction))
         if len(out) >= top:
             break
     return out
+
+
+def _ranked(predictor: Predictor, states: Sequence[Any]) -> list[tuple[Any, Prediction]]:
+    """The distinct ``states`` predicted at least :data:`MIN_PREDICTED_SPEEDUP`, fastest first (ties: the
+    state reached first)."""
+    distinct: dict[tuple, Any] = {}
+    for snap in states:
+        orders = {b: st.order for b, st in snap.blocks.items()}
+        distinct.setdefault(tuple(sorted(orders.items())), (snap, orders))
+    if not distinct:
+        return []
+    snaps, orders = zip(*distinct.values(), strict=True)
+    predictions = predictor.predict_orders(orders)
+    ranked = sorted(range(len(snaps)), key=lambda i: -predictions[i].speedup)
+    return [(snaps[i], predictions[i]) for i in ranked if predictions[i].speedup >= MIN_PREDICTED_SPEEDUP]
+
+
+def _suggestion(game: Any, lines: list[str], cost0: float, prediction: Prediction | None) -> Suggestion:
+    """The game's current state as a suggestion to the text ``lines``."""
+    edits = tuple((a, b, tuple(new)) for a, b, new in game.edits(lines))
+    cost = float(game.cost)
+    descriptions, kinds = describe_moves(game, game.moves)
+    if prediction is None:
+        gain = (cost0 - cost) / cost0
+        title = _title(kinds, f"predicted −{_percent(gain)}% cycles")
+    else:
+        gain = 1 - 1 / prediction.speedup
+        title = _title(kinds, predicted_speedup_text(prediction))
+    return Suggestion(game.k0.name, tuple(descriptions), title, gain, cost0, cost, edits, prediction)
+
+
+def predicted_speedup_text(p: Prediction) -> str:
+    """E.g. "+1.2% faster (90%: −0.8% to +3.3%), predicted, not measured": the time saved, as the model
+    predicts it."""
+
+    def pct(speedup: float) -> str:
+        x = (1 - 1 / speedup) * 100
+        return f"{'+' if x >= 0 else '−'}{abs(x):.1f}%"
+
+    return f"{pct(p.speedup)} faster (90%: {pct(p.low)} to {pct(p.high)}), predicted, not measured"
+
+
+@functools.lru_cache(maxsize=4)
+def _predictor(text: str, arch: str, kernel: str | None, max_moves: int, perf: Any) -> Predictor:
+    """The performance model's predictor for the game of a text (its kernel facts: a few ms), kept with it."""
+    return Predictor.of_kernel(_pristine_game(text, arch, kernel, max_moves).k0, perf)
 
 
 @functools.lru_cache(maxsize=4)
@@ -244,15 +303,18 @@ def describe_moves(game: Any, moves: Sequence[tuple[int, int, int]]) -> tuple[li
     return texts, kinds
 
 
-def _title(kinds: list[tuple], gain: float) -> str:
+def _title(kinds: list[tuple], figure: str) -> str:
     (verb, prep, op, anchor), count = Counter(kinds).most_common(1)[0]
     what = f"{verb} {count} {op} {prep} {anchor}" if count > 1 else f"{verb} {op} {prep} {anchor}"
     rest = len(kinds) - count
     if rest:
         what += f" (+{rest} more move{'s' if rest > 1 else ''})"
-    pct = gain * 100
-    figure = f"{pct:.0f}" if pct >= 10 else f"{pct:.1f}"
-    return f"Reorder: {what} — predicted −{figure}% cycles"
+    return f"Reorder: {what} — {figure}"
+
+
+def _percent(share: float) -> str:
+    pct = share * 100
+    return f"{pct:.0f}" if pct >= 10 else f"{pct:.1f}"
 
 
 def to_json(suggestions: Sequence[Suggestion]) -> str:
@@ -262,6 +324,7 @@ def to_json(suggestions: Sequence[Suggestion]) -> str:
         d = asdict(s)
         d["moves"] = list(s.moves)
         d["edits"] = [[a, b, list(new)] for a, b, new in s.edits]
+        d["measured"] = False
         return d
 
     return json.dumps([one(s) for s in suggestions], indent=2)

@@ -1,11 +1,13 @@
 """Reorder suggestions off the request path: one job per (uri, version, kernel), run in a worker thread (the
-policy is torch inference), cached until the document changes. The policy (and torch) is loaded on first use
-only: the server starts and answers everything else without it.
+policy and the performance model are torch inference), cached until the document changes. Both models (and
+torch) load in a background thread once the server is initialized (:meth:`SuggestionJobs.preload`), so the
+first code action does not wait for them; the server answers everything else meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from sass_lsp import app
 from sass_lsp.app.policy import NO_CHECKPOINT, NO_EXTRA, NOT_INSTALLED
 from sass_lsp.ide import reorder
 from sass_lsp.ide.reorder import SuggestionView
-from sass_lsp.policy.checkpoint import POLICY_HINT
+from sass_lsp.policy.checkpoint import POLICY_HINT, missing_policy_modules
 from sass_lsp.server.state import SassLanguageServer, Snapshot
 
 log = logging.getLogger("sass_lsp.server")
@@ -50,14 +52,30 @@ def load_net(path: Path) -> Any:
         raise PolicyUnavailable(policy_message(exc)) from None
 
 
+def load_models(path: Path) -> tuple[Any, Any]:
+    """(the policy at ``path``, the performance model that ranks its candidates), or
+    :class:`PolicyUnavailable`."""
+    net = load_net(path)
+    try:
+        return net, app.load_perf_model()
+    except app.PolicyUnavailable as exc:
+        message = f"Reorder suggestions are off: cannot load the performance model: {exc}"
+        raise PolicyUnavailable(message) from None
+
+
 BUDGET_S = 2.0
 """Search time per request: rollouts stop extending once it is spent (each keeps its best prefix)."""
 
 
-def suggest(text: str, arch: str, net: Any, kernel: str | None, top: int = 3) -> list[SuggestionView]:
-    """The policy's suggestions for ``kernel`` (None: the largest kernel) of the document ``text``."""
-    found = app.suggest(text, arch, net=net, top=top, kernel=kernel, time_budget_s=BUDGET_S)
+def suggest(text: str, arch: str, models: tuple[Any, Any], kernel: str | None) -> list[SuggestionView]:
+    """The policy's suggestions for ``kernel`` (None: the largest kernel) of the document ``text``, ranked
+    by the performance model."""
+    net, perf = models
+    found = app.suggest(text, arch, net=net, perf=perf, top=TOP, kernel=kernel, time_budget_s=BUDGET_S)
     return [reorder.view(s) for s in found]
+
+
+TOP = 3  # suggestions per kernel
 
 
 Key = tuple[int, str | None]  # (document version, kernel name or None for the largest kernel)
@@ -66,7 +84,8 @@ Key = tuple[int, str | None]  # (document version, kernel name or None for the l
 class SuggestionJobs:
     def __init__(self, ls: SassLanguageServer) -> None:
         self.ls = ls
-        self._nets: dict[Path, Any] = {}  # loaded policies (a PolicyUnavailable when loading failed)
+        self._models: dict[Path, Any] = {}  # (policy, perf model) per policy path, or the PolicyUnavailable
+        self._loading: asyncio.Future | None = None  # the background load of the default models
         self._jobs: dict[str, dict[Key, asyncio.Future[list[SuggestionView]]]] = {}
         self._lock = asyncio.Lock()  # one inference at a time: the machine has few cores to share
         self._shown: set[str] = set()
@@ -93,33 +112,53 @@ class SuggestionJobs:
                 return []  # the document changed while this job waited for its turn
             if not snap.arch:
                 raise PolicyUnavailable("Reorder suggestions need the file's arch (set sass-lsp.arch).")
-            path = self.policy_path()
-            net = self._nets.get(path)
-            if net is None:
-                try:
-                    net = await asyncio.to_thread(load_net, path)
-                except PolicyUnavailable as exc:
-                    net = exc
-                self._nets[path] = net
-            if isinstance(net, PolicyUnavailable):
-                raise net.with_traceback(None)  # raised again each time: a kept traceback would grow
-            return await asyncio.to_thread(suggest, snap.doc.text, snap.arch, net, kernel)
+            models = await self.models()
+            return await asyncio.to_thread(suggest, snap.doc.text, snap.arch, models, kernel)
 
-    async def get(self, snap: Snapshot, kernel: str | None, timeout: float | None) -> list[SuggestionView]:
-        """Wait up to ``timeout`` seconds (None: until done) for the job; [] while it runs on or if it failed
-        (a missing policy is said once in a message)."""
+    async def models(self) -> tuple[Any, Any]:
+        """The policy of ``policyModelPath`` and the performance model, loaded once (in a thread);
+        :class:`PolicyUnavailable` every time when they cannot be."""
+        path = self.policy_path()
+        got = self._models.get(path)
+        if got is None:
+            try:
+                got = await asyncio.to_thread(load_models, path)
+            except PolicyUnavailable as exc:
+                got = exc
+            self._models[path] = got
+        if isinstance(got, PolicyUnavailable):
+            raise got.with_traceback(None)  # raised again each time: a kept traceback would grow
+        return got
+
+    def preload(self) -> None:
+        """Start loading the models in the background (where the extra is installed), so that the first
+        code action finds them ready; what cannot load is said when suggestions are first asked for."""
+        if self._loading is None and not missing_policy_modules():
+            self._loading = asyncio.ensure_future(self._preload())
+
+    async def _preload(self) -> None:
+        async with self._lock:
+            with contextlib.suppress(PolicyUnavailable):  # said at the first request for suggestions
+                await self.models()
+
+    async def get(
+        self, snap: Snapshot, kernel: str | None, timeout: float | None
+    ) -> list[SuggestionView] | None:
+        """Wait up to ``timeout`` seconds (None: until done) for the job: its suggestions ([]: none is
+        predicted faster), or None while it runs on or if it failed (a missing policy is said once in a
+        message)."""
         job = self.job(snap, kernel)
         try:
             return await asyncio.wait_for(asyncio.shield(job), timeout) if timeout != 0 else job.result()
         except (TimeoutError, asyncio.InvalidStateError, asyncio.CancelledError):
-            return []
+            return None
         except PolicyUnavailable as exc:
             self.tell(str(exc))
-            return []
+            return None
         except Exception as exc:  # a bug in the policy must not cost the user the other code actions
             log.exception("reorder suggestions failed")
             self.tell(f"Reorder suggestions failed: {type(exc).__name__}: {exc}")
-            return []
+            return None
 
     def tell(self, message: str) -> None:
         """Show ``message`` once per server lifetime."""
@@ -135,6 +174,6 @@ class SuggestionJobs:
     def reset(self) -> None:
         """Settings changed (maybe the policy path): suggest afresh; a policy that failed to load is tried
         again, one that loaded is kept."""
-        self._nets = {path: net for path, net in self._nets.items() if not isinstance(net, PolicyUnavailable)}
+        self._models = {p: got for p, got in self._models.items() if not isinstance(got, PolicyUnavailable)}
         self._jobs.clear()
         self._shown.clear()

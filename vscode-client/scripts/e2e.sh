@@ -11,8 +11,8 @@
 #   SASS_LSP_PYTHON  Python with sass_lsp + pygls installed (default: ../.venv/bin/python, then python3)
 #   E2E_CUASM        the .cuasm file to open (default: triton_add.cuasm of the bundled corpus,
 #                    sass_lsp/corpus/sm_90)
-#   E2E_SUGGEST_CUASM  the .cuasm "Suggest reorders" runs on (default: the bundled corpus's gelu_bias.cuasm,
-#                    which the bundled policy improves in the cost model; else kernel.cuasm)
+#   E2E_SUGGEST_CUASM  the .cuasm "Suggest reorders" runs on (default: the bundled corpus's
+#                    mm_f16_64x64x32.cuasm, which the performance model predicts the policy speeds up)
 #   E2E_PORT         code-server port on 127.0.0.1 (default 8765)
 #   E2E_CACHE        where code-server is installed, kept between runs (default: ~/.cache/sass-lsp-e2e)
 #   E2E_POLICY       sass-lsp.policyModelPath for the run (default: unset, i.e. the checkpoint bundled with the server)
@@ -151,9 +151,9 @@ if [ -f "$CUASM" ]; then
 else
   "$PYTHON" -m sass_lsp disasm "$REPO_DIR/sass_lsp/examples/triton_add.cubin" -o "$WS/kernel.cuasm"
 fi
-# a kernel the shipped policy has suggestions for (sass-lsp suggest)
-SUGGEST_CUASM="${E2E_SUGGEST_CUASM:-$CORPUS/gelu_bias.cuasm}"
-if [ -f "$SUGGEST_CUASM" ]; then cp "$SUGGEST_CUASM" "$WS/gelu.cuasm"; else cp "$WS/kernel.cuasm" "$WS/gelu.cuasm"; fi
+# a kernel the shipped models have suggestions for (sass-lsp suggest)
+SUGGEST_CUASM="${E2E_SUGGEST_CUASM:-$CORPUS/mm_f16_64x64x32.cuasm}"
+cp "$SUGGEST_CUASM" "$WS/suggest.cuasm"
 cp "$REPO_DIR/sass_lsp/examples/triton_add.cubin" "$WS/add.cubin"   # disassembles to add.cuasm
 
 cat >"$RUN_DIR/data/User/settings.json" <<EOF

@@ -1,5 +1,6 @@
-"""Code actions (quick fixes from the checker's typed fixes, control-code repairs, and the policy's reorder
-suggestions) and ``sass-lsp.suggestReorders``, which lists the suggestions with their edits."""
+"""Code actions (quick fixes from the checker's typed fixes, control-code repairs, the policy's reorder
+suggestions or, where none is predicted faster, the GPU search) and ``sass-lsp.suggestReorders``, which lists
+the suggestions with their edits."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def register(ls: SassLanguageServer, shared: Shared) -> None:
         if kernel is not None and (
             not context.only or any(str(k).startswith("refactor") for k in context.only)
         ):
-            found += await _suggestions(shared, snap, kernel.name, SUGGEST_WAIT_S if invoked else 0)
+            found += await _suggestions(ls, shared, snap, kernel.name, SUGGEST_WAIT_S if invoked else 0)
         cols = ls.columns(snap.doc)
         diagnostics = list(context.diagnostics)
         return [convert.to_lsp_code_action(a, cols, snap.uri, snap.version, diagnostics) for a in found]
@@ -60,15 +61,21 @@ def register(ls: SassLanguageServer, shared: Shared) -> None:
         message = (
             f"{len(items)} reorder suggestion(s) for {name}"
             if items
-            else f"No reorder suggestions for {name}: no move lowers the predicted cycles"
+            else f"No reorder suggestions for {name}: none is predicted faster ({reorder.SEARCH_TITLE})"
         )
         return {"ok": True, "version": snap.version, "message": message, "suggestions": items}
 
 
-async def _suggestions(shared: Shared, snap: Snapshot, kernel: str, wait_s: float) -> list:
+async def _suggestions(
+    ls: SassLanguageServer, shared: Shared, snap: Snapshot, kernel: str, wait_s: float
+) -> list:
     """The reorder suggestions of ``kernel`` as actions: computed off the request path, waited for
-    ``wait_s`` (0: only if ready)."""
+    ``wait_s`` (0: only if ready); where none is predicted faster, the GPU search instead."""
     found = await shared.suggestions.get(snap, kernel, timeout=wait_s)
+    if found is None:
+        return []
+    if not found:
+        return [reorder.search_action(snap.uri, ls.settings.optimizeBudgetS)]
     timing = launch_spec_beside(snap.uri) is not None
     return reorder.suggestion_actions(snap.index, found, snap.uri, snap.version, snap.doc.eol, timing=timing)
 

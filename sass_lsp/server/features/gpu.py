@@ -26,9 +26,7 @@ from sass_lsp.server.features.common import (
 )
 from sass_lsp.server.gpu_check import device_env
 from sass_lsp.server.state import SassLanguageServer, Snapshot
-from sass_lsp.server.suggestions import PolicyUnavailable, load_net
-
-CMD_OPTIMIZE = "sass-lsp.optimizeSchedule"
+from sass_lsp.server.suggestions import PolicyUnavailable
 
 
 class Refused(Exception):
@@ -65,11 +63,13 @@ def register(ls: SassLanguageServer, shared: Shared) -> None:
         _show_timing(ls, shared, snap, view)
         return {"ok": view.verified, "version": snap.version, **view.summary}
 
-    @ls.command(CMD_OPTIMIZE)
-    async def cmd_optimize(uri: str) -> dict:
+    @ls.command(gpu_timing.CMD_OPTIMIZE)
+    async def cmd_optimize(uri: str, options: dict | None = None) -> dict:
         """``sass-lsp optimize`` for the open document: the policy's candidates, each verified bit for bit
         and timed against the document in the GPU worker for ``optimizeBudgetS`` GPU seconds; the best is
-        confirmed on fresh inputs and, only if verified faster, offered as one edit (``choices``) to apply."""
+        confirmed on fresh inputs and, only if verified faster, returned as one edit (``choices``) to apply.
+        ``{"offer": true}`` (a code action's call, whose answer no client shows): the server offers it
+        itself, and applies it only if the user says so."""
         snap = open_snapshot(ls, uri)
         path = doc_path(snap.uri)
         try:
@@ -79,7 +79,10 @@ def register(ls: SassLanguageServer, shared: Shared) -> None:
             return {"ok": False, "verdict": exc.verdict, "message": str(exc), "choices": []}
         share = ls.settings.optimizeUniformShare
         optimized = await _optimize(ls, path, original, net, share)
-        return _optimize_answer(ls, snap, path, optimized.result) | {"uniform_share": share}
+        answer = _optimize_answer(ls, snap, path, optimized.result) | {"uniform_share": share}
+        if answer["ok"] and isinstance(options, dict) and options.get("offer"):
+            await _offer(ls, answer)
+        return answer
 
 
 def _edited(snap: Snapshot, path: Path, suggestion: Any) -> tuple[str, str]:
@@ -183,7 +186,7 @@ async def _optimize_inputs(
         original = await asyncio.to_thread(
             app.original_kernel, snap.doc.text, str(path), spec, arch=snap.arch
         )
-        net = await asyncio.to_thread(load_net, shared.suggestions.policy_path())
+        net, _perf = await shared.suggestions.models()
     except PolicyUnavailable as exc:
         raise Refused("no_policy", str(exc)) from exc
     except app.AppError as exc:
@@ -235,3 +238,20 @@ def _optimize_answer(ls: SassLanguageServer, snap: Snapshot, path: Path, result:
         "edit": edit,
     }
     return {"ok": True, "message": f"{head}; best verified: {conf.message}", "choices": [choice]}
+
+
+APPLY = "Apply"
+
+
+async def _offer(ls: SassLanguageServer, answer: dict) -> None:
+    """Ask the user whether to apply the verified schedule; apply it (a versioned edit: refused by the
+    client if the document changed meanwhile) only on "Apply"."""
+    choice = answer["choices"][0]
+    params = lsp.ShowMessageRequestParams(
+        type=lsp.MessageType.Info, message=answer["message"], actions=[lsp.MessageActionItem(title=APPLY)]
+    )
+    picked = await ls.window_show_message_request_async(params)
+    if picked is not None and picked.title == APPLY:
+        await ls.workspace_apply_edit_async(
+            lsp.ApplyWorkspaceEditParams(edit=choice["edit"], label=choice["title"])
+        )

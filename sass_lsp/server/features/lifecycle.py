@@ -28,6 +28,7 @@ def register(ls: SassLanguageServer, shared: Shared) -> None:
             await pull_settings(ls)
         except Exception:
             log.warning("workspace/configuration failed", exc_info=True)
+        shared.suggestions.preload()  # the policy's path is a setting: known now
 
     @ls.feature(lsp.SHUTDOWN)
     def shutdown(*_args: object) -> None:
