@@ -246,19 +246,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     try:
         net = cli_policy.load_net(None)
+        perf = cli_policy.load_perf()
     except CliError as exc:
         console.print(f"5. reorder suggestions: skipped ({escape(str(exc))})")  # escaped: it names [policy]
         return 1 if errors else 0
-    from sass_lsp.policy.suggest import suggest
+    from sass_lsp import app
 
-    suggest(text, "sm_90", net=net, top=3, time_budget_s=None)  # warm-up: the editor keeps the game cached
+    app.suggest(text, "sm_90", net=net, perf=perf)  # warm-up: the editor keeps the game cached
     t0 = time.perf_counter()
-    found = suggest(text, "sm_90", net=net, top=3, time_budget_s=None)
+    found = app.suggest(text, "sm_90", net=net, perf=perf)
     took = (time.perf_counter() - t0) * 1e3
     console.print(
         f"5. reorder policy: {len(found)} suggestion{'' if len(found) == 1 else 's'} in {took:.0f} ms"
-        " (cost model; not GPU-verified)"
+        " (ranked by the performance model: predicted, not measured)"
     )
+    if not found:
+        console.print("   none is predicted faster: `sass-lsp optimize` searches for one on the GPU")
     for s in found:
         console.print(f"   {s.title}")
     return _demo_gpu(console, original, text, found) or (1 if errors else 0)
@@ -273,7 +276,7 @@ def _demo_gpu(console, original: bytes, text: str, found: list) -> int:  # noqa:
     from sass_lsp.schedule.search import apply_edits
 
     if not found:
-        console.print("6. GPU timing: nothing to time")
+        console.print("6. GPU timing: no suggestion to time")
         return 0
     problem = gpu_problem()
     if problem:

@@ -55,7 +55,7 @@ def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported l
         ) from exc
 
 
-def _load_perf():  # noqa: ANN202 (PerfModel; torch is imported lazily)
+def load_perf():  # noqa: ANN202 (PerfModel; torch is imported lazily)
     """The packaged performance model; a :class:`CliError` naming what to do."""
     try:
         return app.load_perf_model()
@@ -90,7 +90,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         max_moves=args.max_moves,
         time_budget_s=args.time_budget,
         rank=args.rank,
-        perf=_load_perf() if args.rank == "model" else None,
+        perf=load_perf() if args.rank == "model" else None,
     )
     if args.format == "json":
         print(to_json(found))
@@ -127,6 +127,7 @@ class OptimizeJob:
     search: str = "policy_surrogate"  # policy.candidates.SEARCHES, DEFAULT_SEARCH
     uniform_share: float | None = None  # policy_surrogate's share of uniform draws; None: its default
     min_gain: float | None = None  # least confirmed lower CI bound to write; None: optimize's default
+    prior: bool = True  # policy_surrogate: the performance model ranks the draws until the surrogate learns
 
 
 def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
@@ -169,6 +170,7 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
             args.search,
             share,
             args.min_gain,
+            not args.no_model_prior,
         )
         for cuasm, launch in zip(args.cuasm, launches, strict=True)
     ]
@@ -195,7 +197,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
 
     deadline = time.monotonic() + job.budget
     text, arch = _text_and_arch(job.cuasm)
-    choice = app.SearchChoice(job.search, job.seed, job.uniform_share)
+    choice = app.SearchChoice(job.search, job.seed, job.uniform_share, prior=job.prior)
     with GpuRunner(timeout_s=120) as runner:
         try:
             original = app.original_kernel(text, str(job.cuasm), job.launch, arch=arch, runner=runner)
@@ -620,6 +622,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         metavar="SHARE",
         help="policy_surrogate only: the share (0 to 1) of the 16 moves drawn uniformly instead of from the "
         "policy; more explores moves the policy ranks low (default: 0.5)",
+    )
+    p.add_argument(
+        "--no-model-prior",
+        action="store_true",
+        help="policy_surrogate only: until its surrogate has learned from 100 measurements, measure the "
+        "first move drawn instead of the one the learned performance model predicts fastest",
     )
     p.set_defaults(func=_needs_policy(cmd_optimize))
 

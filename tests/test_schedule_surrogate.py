@@ -31,6 +31,7 @@ from sass_lsp.schedule.surrogate import (  # noqa: E402
     orders_after,
     signature,
     surrogate_annealing,
+    uniform_draw,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "sass_lsp" / "examples"
@@ -230,3 +231,27 @@ def test_the_pick_skips_measured_schedules_and_learns_only_from_matched_outputs(
     assert pick.model.n == before + 1
     # what it learns from a measured text is the schedule the game's state names (one move: one of sigs)
     assert signature(pick.orders_of.orders(cand.text)) in set(sigs.values())
+
+
+def test_before_the_surrogate_has_learned_the_prior_ranks_the_draws():
+    """With a prior, the warm-up's picks are the prior's best unmeasured draw (here a prior that prefers
+    one chosen schedule); without one, the first draw, as plain annealing."""
+    from sass_lsp.schedule.game import ReorderGame
+
+    game = ReorderGame.from_text(TEXT, "sm_90")
+    rows = range(len(game.candidates()))
+    sigs = {row: signature(orders_after(game, row)) for row in rows}
+    favourite = sigs[len(rows) // 2]
+    seen: list[int] = []
+
+    def prior(schedules: list) -> np.ndarray:
+        seen.append(len(schedules))
+        return np.array([1.0 if signature(o) == favourite else 0.0 for o in schedules])
+
+    pick = SurrogatePick(TEXT, "sm_90", warmup=100, explore=0.0, draws=len(rows), prior=prior)
+    assert sigs[pick(game, random.Random(0))] == favourite
+    assert seen == [len(rows)]  # every draw ranked (none measured yet), once
+    plain = SurrogatePick(TEXT, "sm_90", warmup=100, explore=0.0, draws=len(rows))
+    assert [plain(game, random.Random(s)) for s in range(3)] == [
+        uniform_draw(game, random.Random(s), 1)[0] for s in range(3)
+    ]

@@ -65,6 +65,7 @@ class SearchChoice:
     seed: int = 0
     uniform_share: float | None = None  # None: the search's default
     features: str = "displacement"  # what policy_surrogate's model sees of a schedule
+    prior: bool = True  # policy_surrogate: the performance model ranks its draws until its surrogate learns
 
     def resolved_share(self) -> float:
         """The share of uniform draws the search uses (ValueError for one it cannot use)."""
@@ -75,8 +76,10 @@ class SearchChoice:
 
 def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     """The policy-guided search ``choice`` over ``original`` (imports torch)."""
+    from sass_lsp.app.policy import load_perf_model
     from sass_lsp.policy.candidates import policy_search as build
 
+    perf = load_perf_model() if choice.prior and choice.name == "policy_surrogate" else None
     return build(
         choice.name,
         original.text,
@@ -86,6 +89,7 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
         seed=choice.seed,
         uniform_share=choice.resolved_share(),
         features=choice.features,
+        perf=perf,
     )
 
 

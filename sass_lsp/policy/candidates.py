@@ -13,10 +13,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
+from sass_lsp.perf.predict import Predictor
 from sass_lsp.policy.model import PolicyNet, collate, compact
 from sass_lsp.policy.suggest import suggest
 from sass_lsp.schedule.canonical import OriginalOrders
@@ -200,6 +202,16 @@ def resolve_uniform_share(name: str, share: float | None) -> float:
     return share
 
 
+def perf_prior(original: str, arch: str, kernel: str | None, perf: Any) -> Callable[[list], np.ndarray]:
+    """The performance model's predicted log speedups of schedules (node orders) of ``original``."""
+    predictor = Predictor(original, arch, kernel, perf)
+
+    def prior(schedules: list) -> np.ndarray:
+        return np.log([p.speedup for p in predictor.predict_orders(schedules)])
+
+    return prior
+
+
 def policy_search(
     name: str,
     original: str,
@@ -210,6 +222,7 @@ def policy_search(
     seed: int = 0,
     uniform_share: float | None = None,
     features: str = "displacement",
+    perf: Any = None,
 ) -> Callable[..., SearchLog]:
     """A policy-guided search over GPU measurements, ``(measure, budget, on_trial=...) -> SearchLog``:
     ``beam`` (the policy expanding the schedules measured surest faster), ``policy_annealing``
@@ -217,7 +230,8 @@ def policy_search(
     of 16 moves the policy draws, the one a surrogate fitted to the measurements so far predicts fastest:
     :mod:`sass_lsp.schedule.surrogate`; ``uniform_share`` of the 16 drawn uniformly instead, ``None``: the
     search's default; :func:`resolve_uniform_share` refuses one that is not used; ``features``: what its
-    surrogate sees of a schedule, :data:`sass_lsp.schedule.surrogate.FEATURES`)."""
+    surrogate sees of a schedule, :data:`sass_lsp.schedule.surrogate.FEATURES`; ``perf``: a performance
+    model that ranks the walk's draws until its surrogate has learned, None: the first draw then)."""
     uniform_share = resolve_uniform_share(name, uniform_share)
     if features != "displacement" and name != "policy_surrogate":
         raise ValueError(f"surrogate features apply to the policy_surrogate search, not {name}")
@@ -228,7 +242,8 @@ def policy_search(
         return partial(annealing, walk, original, rng=random.Random(seed))
     if name == "policy_surrogate":
         draw = policy_draw(net, uniform_share=uniform_share)
+        prior = None if perf is None else perf_prior(original, arch, kernel, perf)
         return surrogate_annealing(
-            original, arch, kernel, draw=draw, seed=seed, source="policy", features=features
+            original, arch, kernel, draw=draw, seed=seed, source="policy", features=features, prior=prior
         )
     raise ValueError(f"unknown search {name!r} (one of {', '.join(SEARCHES)})")

@@ -16,8 +16,12 @@ logs it ranks schedules better than displacements on all six held-out kernels, y
 confirmed less than the displacement model's on both kernels tried, so displacements stay the default
 (docs/evaluation.md).
 
-Pure: numpy only. The proposer of the draws is injected: uniform, or the policy's distribution
-(:func:`sass_lsp.policy.candidates.policy_draw`)."""
+Until the surrogate has learned (``warmup``), a ``prior`` can rank the draws instead: the learned performance
+model (:mod:`sass_lsp.perf`), fitted on other kernels' measurements, whose top pick among 32 random schedules
+of a kernel it never saw is faster than a uniform pick (``benchmarks/perf_model_eval.py``).
+
+Pure: numpy only. The proposer of the draws and the prior are injected: uniform, or the policy's distribution
+(:func:`sass_lsp.policy.candidates.policy_draw`); the performance model's predictions."""
 
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 
 Orders = dict[int, tuple[int, ...]]  # block -> node order, for the blocks whose order differs from ptxas
 Draw = Callable[["ReorderGame", random.Random, int], list[int]]  # up to k distinct rows of game.candidates()
+Prior = Callable[[list[Orders]], np.ndarray]  # predicted log speedup of each schedule
 
 
 def displacements(orders: Orders, n_nodes: int) -> np.ndarray:
@@ -191,9 +196,9 @@ def uniform_draw(game: ReorderGame, rng: random.Random, k: int) -> list[int]:
 class SurrogatePick:
     """``pick`` for :func:`~sass_lsp.schedule.search.neighbour` that learns from the measurements
     (``observe`` each trial): ``draws`` distinct moves from ``draw``, each tried on the game, and the
-    one predicted fastest among those not measured yet. Before ``warmup`` measurements, and with
-    probability ``explore`` after, it takes the first draw, as plain annealing would. ``features``: what
-    the model sees of a schedule (a key of :data:`FEATURES`)."""
+    one predicted fastest among those not measured yet. Before ``warmup`` measurements the ``prior`` predicts
+    (without one: the first draw, as plain annealing would); with probability ``explore`` it takes the first
+    draw. ``features``: what the model sees of a schedule (a key of :data:`FEATURES`)."""
 
     def __init__(
         self,
@@ -206,6 +211,7 @@ class SurrogatePick:
         explore: float = 0.25,
         warmup: int = 100,
         features: str = "displacement",
+        prior: Prior | None = None,
     ) -> None:
         if features not in FEATURES:
             raise ValueError(f"unknown surrogate features {features!r} (one of {', '.join(FEATURES)})")
@@ -215,6 +221,7 @@ class SurrogatePick:
         self.model = model(self.n_nodes)
         self.measured: set[tuple] = set()
         self.draw, self.draws, self.explore, self.warmup = draw, draws, explore, warmup
+        self.prior = prior
 
     def observe(self, trial: Trial) -> None:
         orders = self.orders_of.orders(trial.candidate.text)
@@ -225,18 +232,22 @@ class SurrogatePick:
             self.model.add(self.features(orders, self.n_nodes), math.log(trial.result.speedup or 1.0))
 
     def __call__(self, game: ReorderGame, rng: random.Random) -> int:
-        learning = self.model.n >= self.warmup and rng.random() >= self.explore
-        rows = self.draw(game, rng, self.draws if learning else 1)
+        learned = self.model.n >= self.warmup
+        ranking = (learned or self.prior is not None) and rng.random() >= self.explore
+        rows = self.draw(game, rng, self.draws if ranking else 1)
         if len(rows) == 1:
             return rows[0]
-        tried: list[tuple[int, np.ndarray]] = []
+        tried: list[tuple[int, Orders]] = []
         for row in rows:
             orders = orders_after(game, row)
             if signature(orders) not in self.measured:
-                tried.append((row, self.features(orders, self.n_nodes)))
+                tried.append((row, orders))
         if not tried:
             return rows[0]  # every draw measured: annealing judges it on that measurement, a miss
-        predicted = self.model.predict([x for _, x in tried])
+        if learned or self.prior is None:
+            predicted = self.model.predict([self.features(o, self.n_nodes) for _, o in tried])
+        else:
+            predicted = self.prior([o for _, o in tried])
         return tried[int(np.argmax(predicted))][0]
 
 
