@@ -9,8 +9,9 @@ API
     hazard model allows up to the original's; without it, up to the current stall.
 ``apply(text, move) -> str`` / ``apply_moves(text, moves) -> str``
     The text with that instruction's control field (and ``.reuse`` flags) changed; every other byte kept.
-    ``apply_moves`` applies moves enumerated on the same text at once (only valid for moves on distinct
-    instructions that do not depend on each other's slack: use :func:`random_moves` for chains).
+    ``apply_moves`` applies moves enumerated on the same text at once: one per instruction, or several
+    ``reuse_*`` moves on one; legal together only where they do not share a constraint (stall moves of
+    nearby instructions share slack: use :func:`random_moves` for chains).
 ``random_moves(text, n, rng, *, original=None, kinds=KINDS) -> (text, moves)``
     ``n`` moves in a row, each drawn among the legal moves of the text the previous ones left (a kind
     first, uniformly, then a move of that kind), so every intermediate text is legal.
@@ -68,6 +69,7 @@ _REG_TOKEN = re.compile(r"[-!~|]*R(\d+)\|?((?:\.[A-Za-z0-9_]+)*)")
 _REG_BEFORE = re.compile(r"U?R\d+\|?(?:\.[A-Za-z0-9_]+)*$")
 _TRAILER = re.compile(r"//\s*(hidden|raw)\b")
 _SLOT = "abcd"
+_FLAG_KINDS = frozenset({"reuse_clear", "reuse_set"})  # moves that leave the control field as it is
 
 
 class ControlMoveError(ValueError):
@@ -110,9 +112,10 @@ def apply_moves(text: str, moves: Iterable[ControlMove]) -> str:
     for m in moves:
         by_line.setdefault(m.line, []).append(m)
     for line, ms in by_line.items():
-        if len(ms) > 1:
+        if len(ms) > 1 and not all(m.kind in _FLAG_KINDS for m in ms):
             raise ControlMoveError(f"{len(ms)} moves on line {line}: apply them one at a time")
-        lines[line - 1] = _apply_line(lines[line - 1], ms[0])
+        for m in sorted(ms, key=lambda m: -m.reuse_col):  # right to left: the columns stay valid
+            lines[line - 1] = _apply_line(lines[line - 1], m)
     return "".join(lines)
 
 
