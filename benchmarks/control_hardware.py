@@ -1,0 +1,183 @@
+"""Check control-code moves against the hardware: random legal control moves of each kernel (yield, reuse,
+stall; :mod:`sass_lsp.schedule.control_moves`) are assembled and verified bit for bit against the original on
+fresh seeds in the GPU worker.
+
+Every move is hazard-free by the checker's model; this measures how often the hardware disagrees.
+``--moves 1`` makes every failure attributable to one move; ``--moves 2-6`` chains moves, each legal on the
+text the previous ones left. Every verdict is one JSON line (kernel, moves, verdict, mismatch) on stdout
+and in ``--json OUT``; the summary table counts verdicts per kernel and, for single-move mutants, per kind.
+``--dry-run`` makes and prints the mutants without a GPU.
+
+    python benchmarks/control_hardware.py --kernels triton_matmul sgemm_tiled --count 40 --moves 1 \
+        --seed 7 --json OUT.jsonl [--kinds stall yield_off] [--time-limit 400] [--dry-run]
+
+Letters in the table: ``.`` match, ``X`` mismatch, ``F`` fault, ``T`` timeout, ``A`` does not assemble,
+``-`` not run (``--dry-run``), ``?`` anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import json
+import random
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from reorder_hardware import LETTER, _assemble
+
+from sass_lsp.files import write_atomic
+from sass_lsp.schedule.control_moves import KINDS, random_moves
+
+LETTERS = {**LETTER, "dry_run": "-"}
+SEEDS = [31, 32, 33]  # fresh: neither the corpus launch's nor the other hardware checks' seeds
+
+
+def parse_moves(spec: str) -> tuple[int, int]:
+    """``N`` or ``LO-HI`` -> (lo, hi), both at least 1."""
+    lo, _, hi = spec.partition("-")
+    out = (int(lo), int(hi or lo))
+    if not 1 <= out[0] <= out[1]:
+        raise argparse.ArgumentTypeError(f"--moves {spec}: want N or LO-HI with 1 <= LO <= HI")
+    return out
+
+
+def mutants(
+    name: str, text: str, count: int, moves: tuple[int, int], seed: int, kinds: tuple[str, ...]
+) -> list[dict]:
+    """Up to ``count`` distinct mutants of one kernel's text, each 1..n control moves chained."""
+    rng = random.Random(f"{seed}:{name}")
+    rows: list[dict] = []
+    seen = {text}
+    for _ in range(count * 4):
+        if len(rows) == count:
+            break
+        new, done = random_moves(text, rng.randint(*moves), rng, original=text, kinds=kinds)
+        if not done or new in seen:
+            continue
+        seen.add(new)
+        rows.append(
+            {
+                "kernel": name,
+                "i": len(rows),
+                "moves": [m.description for m in done],
+                "kinds": [m.kind for m in done],
+                "lines": [m.line for m in done],
+                "text": new,
+            }
+        )
+    return rows
+
+
+def _kernel_mutants(item: tuple[str, str], **kw: object) -> list[dict]:
+    name, text = item
+    return mutants(name, text, **kw)  # type: ignore[arg-type]
+
+
+def load_texts(names: list[str], work: Path) -> dict[str, tuple[bytes, object, str]]:
+    """name -> (cubin, launch spec, .cuasm text) for corpus kernels and benchmarks/kernels CUDA C."""
+    from reorder_eval import load_kernels
+
+    from sass_lsp.cuasm import write_cuasm
+
+    return {
+        name: (cubin, spec, write_cuasm(cubin, source_name=name))
+        for name, _origin, cubin, spec in load_kernels(names, work)
+    }
+
+
+def summary(rows: list[dict]) -> str:
+    """A table: verdict counts and letters per kernel, then per kind for the single-move mutants."""
+    out = [f"{'kernel':20s} {'n':>4s} {'match':>6s} {'differ':>6s} {'asm':>4s}  verdicts"]
+    by_kernel: dict[str, list[dict]] = collections.defaultdict(list)
+    for r in rows:
+        by_kernel[r["kernel"]].append(r)
+    for kernel, rs in by_kernel.items():
+        c = collections.Counter(r["verdict"] for r in rs)
+        differ = sum(n for v, n in c.items() if v not in ("match", "asm_error", "dry_run"))
+        letters = "".join(LETTERS.get(r["verdict"], "?") for r in rs)
+        out.append(f"{kernel:20s} {len(rs):4d} {c['match']:6d} {differ:6d} {c['asm_error']:4d}  {letters}")
+    single: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in rows:
+        if len(r["kinds"]) == 1:
+            single[r["kinds"][0]][r["verdict"]] += 1
+    if single:
+        out.append("single moves by kind: " + "; ".join(f"{k} {dict(v)}" for k, v in sorted(single.items())))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", nargs="*", help="corpus or benchmarks/kernels names (default: the corpus)")
+    ap.add_argument("--count", type=int, default=12, help="mutants per kernel")
+    ap.add_argument("--moves", type=parse_moves, default=(1, 4), help="moves per mutant: N or LO-HI")
+    ap.add_argument("--kinds", nargs="*", choices=KINDS, default=list(KINDS))
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--jobs", type=int, default=8, help="processes making and assembling mutants")
+    ap.add_argument("--time-limit", type=float, default=0.0, help="stop verifying after S seconds (0: never)")
+    ap.add_argument("--json", type=Path, help="write the verdicts here, one JSON line per mutant")
+    ap.add_argument("--dry-run", action="store_true", help="make and print the mutants; no GPU")
+    args = ap.parse_args(argv)
+
+    from sass_lsp.gpu.corpus import corpus_names
+
+    t0 = time.time()
+    names = args.kernels or corpus_names()
+    with tempfile.TemporaryDirectory() as work, ProcessPoolExecutor(max(1, args.jobs)) as pool:
+        kernels = load_texts(names, Path(work))
+        make = functools.partial(
+            _kernel_mutants, count=args.count, moves=args.moves, seed=args.seed, kinds=tuple(args.kinds)
+        )
+        made = pool.map(make, [(name, text) for name, (_c, _s, text) in kernels.items()])
+        rows = [r for kernel_rows in made for r in kernel_rows]
+        print(f"{len(rows)} mutants in {time.time() - t0:.1f} s", flush=True)
+        if args.dry_run:
+            out = [_row(r, "dry_run") for r in rows]
+        else:
+            out = _verify(pool, rows, kernels, args.time_limit, t0, args.json)
+    if args.dry_run:
+        for r in out:
+            print(json.dumps(r), flush=True)
+        if args.json:
+            write_atomic(args.json, "".join(json.dumps(r) + "\n" for r in out))
+    print(summary(out))
+    return 0
+
+
+def _row(row: dict, verdict: str, mismatch: list | None = None, error: object = None) -> dict:
+    out = {k: v for k, v in row.items() if k not in ("text", "asm_error")}
+    return out | {"verdict": verdict, "mismatch": mismatch or [], "error": error}
+
+
+def _verify(
+    pool, rows: list[dict], kernels: dict, time_limit: float, t0: float, log: Path | None
+) -> list[dict]:  # noqa: ANN001
+    from sass_lsp.gpu import GpuRunner
+
+    out: list[dict] = []
+    assembled = pool.map(_assemble, rows, chunksize=4)
+    with GpuRunner(timeout_s=60) as runner:
+        for row, edit in assembled:
+            if time_limit and time.time() - t0 > time_limit:
+                print("time limit: later mutants not run", flush=True)
+                break
+            if edit is None:
+                out.append(_row(row, "asm_error", error=row.get("asm_error")))
+            else:
+                cubin, spec, _text = kernels[row["kernel"]]
+                reply = runner.verify(cubin, edit, spec, SEEDS)
+                res = reply.result if reply.ok else {"status": (reply.error or {}).get("kind", "error")}
+                error = res.get("error") or (reply.error if not reply.ok else None)
+                out.append(_row(row, res.get("status", "error"), res.get("mismatches", [])[:2], error))
+            print(json.dumps(out[-1]), flush=True)
+            if log:
+                write_atomic(log, "".join(json.dumps(r) + "\n" for r in out))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,430 @@
+"""Feature: control-code moves. Edits of one instruction's control field or ``.reuse`` flags, in ptxas's
+order, that keep a kernel hazard-free by construction: the reorder game's companion for the scheduler hints.
+
+API
+---
+``control_moves(text, arch=None, *, original=None, kinds=KINDS) -> list[ControlMove]``
+    Every legal move of every kernel of ``text``. ``original`` (same lines, e.g. ptxas's text when ``text``
+    is an edit of it) bounds the stall moves from above: a stall may take any value from the least the
+    hazard model allows up to the original's; without it, up to the current stall.
+``apply(text, move) -> str`` / ``apply_moves(text, moves) -> str``
+    The text with that instruction's control field (and ``.reuse`` flags) changed; every other byte kept.
+    ``apply_moves`` applies moves enumerated on the same text at once: one per instruction, or several
+    ``reuse_*`` moves on one; legal together only where they do not share a constraint (stall moves of
+    nearby instructions share slack: use :func:`random_moves` for chains).
+``random_moves(text, n, rng, *, original=None, kinds=KINDS) -> (text, moves)``
+    ``n`` moves in a row, each drawn among the legal moves of the text the previous ones left (a kind
+    first, uniformly, then a move of that kind), so every intermediate text is legal.
+``neighbour(original, arch=None, *, kinds=KINDS, source="control") -> propose``
+    ``propose(text, rng) -> Candidate | None`` for :func:`sass_lsp.schedule.search.annealing`: one legal
+    control move away from ``text``, stalls bounded by ``original``'s.
+
+The moves (``kind``)
+- ``yield_on`` / ``yield_off``: the yield flag, never on control flow and NOP-like instructions (semantics
+  pipes ``branch`` and ``control``: their yield bit belongs to their encoding) nor on ``@!PT`` placeholders.
+  Setting Y drops the instruction's ``.reuse`` flags (with Y set the hardware does not reuse; SASS011).
+  Clearing it only where the stall is encodable without it (:func:`sass_lsp.isa.control.control_problem`:
+  S12+ needs Y).
+- ``reuse_clear``: one ``.reuse`` flag dropped; always legal (the cache is a hint).
+- ``reuse_set``: a ``.reuse`` flag on a register source of a fixed-latency instruction without Y that does
+  not write that register, when the next instruction of the block (also fixed-latency) reads the same
+  register in the same operand slot: the slot is the reuse flag the encoder sets for the operand (the ISA
+  tables), compared between the two instructions, so a flag the form cannot encode is never offered.
+- ``stall``: any value from the least the schedule's distance constraints allow to the original stall.
+  The constraints are the reorder repair's (:mod:`.deps` ``BlockFacts.dist``, ``entry_bounds``,
+  ``exit_bounds``: the checker's latency rows, raised where the H200 showed them short, BAR.SYNC -> shared,
+  uniform and late-read WAR distances), plus ``scoreboard_set_cycles`` between a scoreboard's setter and a
+  wait on it or the block's end. A cut of x's stall moves every later instruction of its block as many
+  cycles closer to the instructions up to x, so the least stall is the stall less the smallest slack of any
+  constraint that spans it. Never on the nodes the reorder game never moves (barriers, branches, DEPBAR,
+  WARPGROUP, HGMMA, placeholders, the block's last instruction): what their issue needs is not modelled.
+  The repair keeps ptxas's stall where no latency explains it; these moves do cut those gaps, so they rest
+  on the model alone: the GPU decides (``benchmarks/control_hardware.py``).
+
+Scoreboard reassignment is not offered.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from sass_lsp.analysis.program import Ctrl, Kernel, Node, build_kernel, decode_ctrl, encode_ctrl
+from sass_lsp.cuasm import parse_cuasm
+from sass_lsp.cuasm.assembler import module_arch
+from sass_lsp.isa.control import ControlCode, control_problem
+from sass_lsp.isa.encoder import EncodeError, Encoder
+from sass_lsp.isa.semantics import Operand, Semantics, load_semantics
+from sass_lsp.model import Instruction
+from sass_lsp.schedule.deps import block_deps, entry_bounds, exit_bounds, kernel_context
+
+KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall")
+# Pipes whose instructions keep their yield bit (control flow, NOP, BSSY/BSYNC, WARPSYNC, ...).
+NO_YIELD_PIPES = frozenset({"branch", "control"})
+REUSE_BITS = 0xF << 122  # the operand-slot reuse flags of the 128-bit word
+_REUSE = re.compile(r"\.reuse\b")
+_REG_TOKEN = re.compile(r"[-!~|]*R(\d+)\|?((?:\.[A-Za-z0-9_]+)*)")
+_REG_BEFORE = re.compile(r"U?R\d+\|?(?:\.[A-Za-z0-9_]+)*$")
+_TRAILER = re.compile(r"//\s*(hidden|raw)\b")
+_SLOT = "abcd"
+_FLAG_KINDS = frozenset({"reuse_clear", "reuse_set"})  # moves that leave the control field as it is
+
+
+class ControlMoveError(ValueError):
+    """The text cannot be read, or a move does not belong to it."""
+
+
+@dataclass(frozen=True)
+class ControlMove:
+    """One edit of one instruction. ``line`` is 1-based; columns are 0-based offsets into that line."""
+
+    kind: str
+    line: int
+    opcode: str
+    old_ctrl: str  # the control field before (inside the brackets)
+    ctrl: str  # and after
+    ctrl_col: int
+    reuse_col: int = -1  # reuse_set: where ".reuse" goes; reuse_clear: where it starts
+    register: str = ""  # reuse_*: the register, e.g. "R51"
+    drop_reuse: bool = False  # yield_on: the instruction's .reuse flags go
+    description: str = ""
+
+    def __str__(self) -> str:
+        return self.description
+
+
+# ---------------------------------------------------------------- apply
+
+
+def apply(text: str, move: ControlMove) -> str:
+    lines = text.splitlines(keepends=True)
+    if not 0 < move.line <= len(lines):
+        raise ControlMoveError(f"line {move.line} is not in the text ({len(lines)} lines)")
+    lines[move.line - 1] = _apply_line(lines[move.line - 1], move)
+    return "".join(lines)
+
+
+def apply_moves(text: str, moves: Iterable[ControlMove]) -> str:
+    lines = text.splitlines(keepends=True)
+    by_line: dict[int, list[ControlMove]] = {}
+    for m in moves:
+        by_line.setdefault(m.line, []).append(m)
+    for line, ms in by_line.items():
+        if len(ms) > 1 and not all(m.kind in _FLAG_KINDS for m in ms):
+            raise ControlMoveError(f"{len(ms)} moves on line {line}: apply them one at a time")
+        for m in sorted(ms, key=lambda m: -m.reuse_col):  # right to left: the columns stay valid
+            lines[line - 1] = _apply_line(lines[line - 1], m)
+    return "".join(lines)
+
+
+def _apply_line(line: str, move: ControlMove) -> str:
+    a = move.ctrl_col
+    if (
+        line[a : a + len(move.old_ctrl)] != move.old_ctrl
+        or line[a + len(move.old_ctrl) : a + 1 + len(move.old_ctrl)] != "]"
+    ):
+        raise ControlMoveError(f"line {move.line} does not hold [{move.old_ctrl}] at column {a + 1}")
+    out = line[:a] + move.ctrl + line[a + len(move.old_ctrl) :]
+    if move.kind == "reuse_set":
+        out = out[: move.reuse_col] + ".reuse" + out[move.reuse_col :]
+    elif move.kind == "reuse_clear":
+        if out[move.reuse_col : move.reuse_col + 6] != ".reuse":
+            raise ControlMoveError(f"line {move.line} has no .reuse at column {move.reuse_col + 1}")
+        out = out[: move.reuse_col] + out[move.reuse_col + 6 :]
+    elif move.drop_reuse:
+        code, sep, comment = out.partition("//")
+        out = _REUSE.sub("", code) + sep + comment
+    return out
+
+
+# ---------------------------------------------------------------- enumerate
+
+
+def control_moves(
+    text: str, arch: str | None = None, *, original: str | None = None, kinds: Sequence[str] = KINDS
+) -> list[ControlMove]:
+    module, diags = parse_cuasm(text)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        d = errors[0]
+        raise ControlMoveError(f"line {d.line}: {d.message}")
+    arch = arch or module_arch(module)
+    sem = load_semantics(arch)
+    lines = text.splitlines()
+    upper = _stalls_by_line(original) if original is not None else None
+    out: list[ControlMove] = []
+    for sec in module.sections:
+        if not sec.name.startswith(".text.") or not sec.instructions:
+            continue
+        k = build_kernel(sec.name[len(".text.") :], sec.line, list(sec.items), sem)
+        out += _kernel_moves(k, sem, arch, lines, upper, frozenset(kinds))
+    return out
+
+
+def _stalls_by_line(text: str) -> dict[int, int]:
+    module, _diags = parse_cuasm(text)
+    out = {}
+    for sec in module.sections:
+        for it in sec.items:
+            if isinstance(it, Instruction) and (c := decode_ctrl(it.ctrl)) is not None:
+                out[it.line] = c.stall
+    return out
+
+
+def _kernel_moves(
+    k: Kernel,
+    sem: Semantics,
+    arch: str,
+    lines: list[str],
+    upper: dict[int, int] | None,
+    kinds: frozenset[str],
+) -> list[ControlMove]:
+    out: list[ControlMove] = []
+    enc = Encoder.for_arch(arch) if "reuse_set" in kinds else None
+    least = _least_stalls(k, sem) if "stall" in kinds else {}
+    block_end = {b.end - 1 for b in k.blocks}
+    for nd in k.nodes:
+        if nd.ctrl.errors or nd.eff.never or _TRAILER.search(lines[nd.line - 1]):
+            continue
+        line = lines[nd.line - 1]
+        if line[nd.ctrl_col - 1 : nd.ctrl_col - 1 + len(encode_ctrl(nd.ctrl))] != encode_ctrl(nd.ctrl):
+            continue  # a field written another way (spaces, no brackets): leave it to the user
+        if "yield_on" in kinds or "yield_off" in kinds:
+            out += [m for m in _yield_moves(nd, arch) if m.kind in kinds]
+        if "reuse_clear" in kinds:
+            out += _reuse_clears(nd)
+        if "reuse_set" in kinds and enc is not None and nd.idx not in block_end:
+            out += _reuse_sets(nd, k.nodes[nd.idx + 1], enc)
+        if "stall" in kinds and nd.idx in least:
+            top = nd.ctrl.stall if upper is None else max(nd.ctrl.stall, upper.get(nd.line, nd.ctrl.stall))
+            out += _stall_moves(nd, least[nd.idx], top, arch)
+    return out
+
+
+def _move(nd: Node, kind: str, ctrl: Ctrl, what: str, **kw: object) -> ControlMove:
+    return ControlMove(
+        kind,
+        nd.line,
+        nd.eff.opcode,
+        encode_ctrl(nd.ctrl),
+        encode_ctrl(ctrl),
+        nd.ctrl_col - 1,
+        description=f"{what} (line {nd.line})",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _yield_moves(nd: Node, arch: str) -> list[ControlMove]:
+    if nd.eff.pipe in NO_YIELD_PIPES:
+        return []
+    c = nd.ctrl
+    op = nd.eff.opcode
+    if not c.yield_flag:
+        reused = bool(_REUSE.search(nd.text))
+        what = f"yield on {op}" + (", dropping its .reuse" if reused else "")
+        return [_move(nd, "yield_on", replace(c, yield_flag=True), what, drop_reuse=reused)]
+    off = replace(c, yield_flag=False)
+    if control_problem(ControlCode(c.wait_mask, c.read_sb, c.write_sb, False, c.stall), arch) is not None:
+        return []
+    return [_move(nd, "yield_off", off, f"yield off {op}")]
+
+
+def _reuse_clears(nd: Node) -> list[ControlMove]:
+    out = []
+    code = nd.text.split("//", 1)[0]
+    for m in _REUSE.finditer(code):
+        reg = _REG_BEFORE.search(code, 0, m.start())
+        name = reg.group(0).split(".")[0].rstrip("|") if reg else "?"
+        col = nd.text_col - 1 + m.start()
+        what = f"reuse clear on {name} of {nd.eff.opcode}"
+        out.append(_move(nd, "reuse_clear", nd.ctrl, what, reuse_col=col, register=name))
+    return out
+
+
+def _reuse_sets(nd: Node, nxt: Node, enc: Encoder) -> list[ControlMove]:
+    eff, neff = nd.eff, nxt.eff
+    if nd.ctrl.yield_flag or nxt.eff.never or eff.variable or neff.variable:
+        return []
+    if eff.pipe in NO_YIELD_PIPES or neff.pipe in NO_YIELD_PIPES:
+        return []
+    out = []
+    for op in eff.srcs:
+        if not _reusable(op) or op.reuse or eff.def_units.intersection(op.units):
+            continue
+        mine = None
+        for other in neff.srcs:
+            if not _reusable(other) or other.units != op.units:
+                continue
+            if mine is None:
+                mine = _reuse_flag(enc, nd.text, op)
+                if mine is None:
+                    break
+            if _reuse_flag(enc, nxt.text, other) == mine:
+                col = _token_end(nd.text, op)
+                name = f"R{op.units[0]}"
+                slot = _SLOT[(mine.bit_length() - 1) - 122]
+                what = f"reuse set on {name} (slot {slot}) of {eff.opcode}, read again by {neff.opcode}"
+                out.append(
+                    _move(nd, "reuse_set", nd.ctrl, what, reuse_col=nd.text_col - 1 + col, register=name)
+                )
+                break
+    return out
+
+
+def _reusable(op: Operand) -> bool:
+    """A plain GPR source (not RZ, not an address, predicate or uniform register)."""
+    return op.role == "src" and op.slot >= 0 and bool(op.units) and all(u < 256 for u in op.units)
+
+
+def _token_end(text: str, op: Operand) -> int:
+    m = _REG_TOKEN.match(text, op.col)
+    if m is None:
+        raise ControlMoveError(f"no register at column {op.col + 1} of {text!r}")
+    return m.end()
+
+
+def _reuse_flag(enc: Encoder, text: str, op: Operand) -> int | None:
+    """The reuse bit the encoder sets for ``op`` of ``text`` (None: not exactly one reuse bit)."""
+    end = _token_end(text, op)
+    token = text[op.col : end]
+    bare_token = _REUSE.sub("", token)
+    bare = text[: op.col] + bare_token + text[end:]
+    flagged = text[: op.col] + bare_token + ".reuse" + text[end:]
+    try:
+        diff = enc.encode(bare).word ^ enc.encode(flagged).word
+    except (EncodeError, ValueError):
+        return None
+    if diff & ~REUSE_BITS or diff & (diff - 1) or not diff:
+        return None
+    return diff
+
+
+def _stall_moves(nd: Node, least: int, top: int, arch: str) -> list[ControlMove]:
+    c = nd.ctrl
+    out = []
+    for v in range(least, top + 1):
+        if v == c.stall:
+            continue
+        cc = ControlCode(c.wait_mask, c.read_sb, c.write_sb, c.yield_flag, v)
+        if control_problem(cc, arch) is not None:
+            continue
+        what = f"stall S{c.stall:02d} -> S{v:02d} on {nd.eff.opcode}"
+        out.append(_move(nd, "stall", replace(c, stall=v, errors=()), what))
+    return out
+
+
+# ---------------------------------------------------------------- the least stall of each instruction
+
+# A slack this large never binds: no stall is cut by more than the 4-bit field holds.
+_NO_BIND = 16
+
+
+def _least_stalls(k: Kernel, sem: Semantics) -> dict[int, int]:
+    """``node -> the least stall the distance constraints allow`` for the nodes a stall move may touch."""
+    ctx = kernel_context(k, sem)
+    sb_set = ctx.sb_set
+    out: dict[int, int] = {}
+    for b in k.blocks:
+        if b.end - b.start < 2:
+            continue
+        deps = block_deps(k, b.idx, sem)
+        facts = ctx.block_facts(b.idx)
+        entry = ctx.entry[b.idx]
+        lb = entry_bounds(ctx, facts, entry)
+        exit_cons, c0 = exit_bounds(ctx, facts, entry)
+        t, total = facts.orig_t, facts.orig_len
+        start, end = b.start, b.end
+        slack = {x: min(_NO_BIND, total - c0) for x in range(start, end)}
+        bind = _binder(slack, start)
+        for j, cons in facts.dist.items():
+            for i, c in cons:
+                bind(i, j, t[j] - t[i] - c)
+        for j, c in lb.items():
+            bind(start, j, t[j] - c)
+        for i, c in exit_cons.items():
+            bind(i, end, total - t[i] - c)
+        last_set: dict[int, int] = {}  # scoreboard -> its latest setter so far
+        for j in range(start, end):
+            f = facts.info[j]
+            for sb, i in last_set.items():
+                if f.wait >> sb & 1:
+                    bind(i, j, t[j] - t[i] - sb_set)
+            for sb in (f.wsb, f.rsb):
+                if sb is not None:
+                    last_set[sb] = j
+        for i in set(last_set.values()):  # a successor may wait on it first thing
+            bind(i, end, total - t[i] - sb_set)
+        for x in range(start, end - 1):
+            nd = k.nodes[x]
+            if x in deps.fixed or nd.eff.never:
+                continue
+            stall = nd.ctrl.stall
+            floor = 1 if stall >= 1 else 0
+            out[x] = max(floor, stall - max(0, slack[x]))
+    return out
+
+
+def _binder(slack: dict[int, int], start: int) -> Callable[[int, int, int], None]:
+    def bind(i: int, j: int, s: int) -> None:
+        """A constraint from node i to node j (the block's end: one past its last node) with ``s`` cycles to
+        spare: the stalls of i..j-1 may shrink by at most s together."""
+        if s >= _NO_BIND:
+            return
+        for x in range(max(i, start), j):
+            if s < slack[x]:
+                slack[x] = s
+
+    return bind
+
+
+# ---------------------------------------------------------------- chains and the search's neighbour
+
+
+def random_moves(
+    text: str,
+    n: int,
+    rng: random.Random,
+    *,
+    arch: str | None = None,
+    original: str | None = None,
+    kinds: Sequence[str] = KINDS,
+) -> tuple[str, list[ControlMove]]:
+    done: list[ControlMove] = []
+    for _ in range(n):
+        move = pick_move(control_moves(text, arch, original=original, kinds=kinds), rng)
+        if move is None:
+            break
+        text = apply(text, move)
+        done.append(move)
+    return text, done
+
+
+def pick_move(moves: Sequence[ControlMove], rng: random.Random) -> ControlMove | None:
+    """A kind uniformly among those with a move, then one of its moves uniformly (stall moves outnumber
+    the others several times over)."""
+    by_kind: dict[str, list[ControlMove]] = {}
+    for m in moves:
+        by_kind.setdefault(m.kind, []).append(m)
+    if not by_kind:
+        return None
+    kind = rng.choice(sorted(by_kind))
+    return rng.choice(by_kind[kind])
+
+
+def neighbour(
+    original: str, arch: str | None = None, *, kinds: Sequence[str] = KINDS, source: str = "control"
+) -> Callable[[str, random.Random], object]:
+    """``propose(text, rng)`` for :func:`sass_lsp.schedule.search.annealing` over control moves: one move
+    away from ``text`` (the original or a text ``propose`` returned), stalls up to the original's. A text
+    with no move left gives None."""
+    from sass_lsp.schedule.search import Candidate
+
+    def propose(text: str, rng: random.Random) -> Candidate | None:
+        move = pick_move(control_moves(text, arch, original=original, kinds=kinds), rng)
+        if move is None:
+            return None
+        return Candidate(apply(text, move), source, (move.description,))
+
+    return propose

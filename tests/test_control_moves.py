@@ -1,0 +1,272 @@
+"""Control-code moves (yield, reuse, stall) on the real sm_90 corpus: every move the enumeration offers leaves
+the checker silent, assembles, and changes only that instruction's control or reuse bits."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import random
+
+import pytest
+from paths import ROOT, TRITON_CORPUS
+
+from sass_lsp.analysis import check_module
+from sass_lsp.cuasm import assemble_cuasm, parse_cuasm
+from sass_lsp.elf import read_cubin
+from sass_lsp.isa.control import CONTROL_MASK, CONTROL_SHIFT, control_bits
+from sass_lsp.model import Instruction
+from sass_lsp.schedule import control_moves as cm
+from sass_lsp.schedule.search import Measured, annealing
+
+KERNELS = sorted(p.stem for p in TRITON_CORPUS.glob("*.cuasm"))
+
+
+@functools.cache
+def original(name: str) -> str:
+    return (TRITON_CORPUS / f"{name}.cuasm").read_text()
+
+
+@functools.cache
+def moves_of(name: str) -> tuple[cm.ControlMove, ...]:
+    return tuple(cm.control_moves(original(name)))
+
+
+@functools.cache
+def unreused(name: str) -> str:
+    """The kernel with every .reuse flag cleared: ptxas sets every flag the strict rule allows, so reuse_set
+    moves appear only once some are gone."""
+    return cm.apply_moves(original(name), [m for m in moves_of(name) if m.kind == "reuse_clear"])
+
+
+def findings(text: str) -> list[tuple[str, int]]:
+    module, diags = parse_cuasm(text)
+    out = [("parse", d.line) for d in diags if d.severity == "error"]
+    return out + [
+        (f.code, f.line) for f in check_module(module, "sm_90") if f.severity in ("error", "warning")
+    ]
+
+
+def sample(moves, per_kind: int, rng: random.Random) -> list[cm.ControlMove]:
+    by_kind = collections.defaultdict(list)
+    for m in moves:
+        by_kind[m.kind].append(m)
+    return [
+        m for kind in sorted(by_kind) for m in rng.sample(by_kind[kind], min(per_kind, len(by_kind[kind])))
+    ]
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_kind_is_offered_and_the_originals_are_clean(name: str) -> None:
+    assert findings(original(name)) == []
+    kinds = collections.Counter(m.kind for m in moves_of(name))
+    assert kinds["yield_on"] and kinds["yield_off"] and kinds["stall"] and kinds["reuse_clear"]
+    assert kinds["reuse_set"] == 0  # ptxas already sets every flag the next instruction can use
+    assert findings(unreused(name)) == []
+
+
+def test_reuse_set_puts_back_ptxas_flags_after_a_clear() -> None:
+    back = 0
+    for name in KERNELS:
+        sets = [m for m in cm.control_moves(unreused(name)) if m.kind == "reuse_set"]
+        restored = cm.apply_moves(unreused(name), sets)
+        for m in sets:  # every offered flag is one ptxas had (its next reader is in the same slot)
+            assert restored.splitlines()[m.line - 1] == original(name).splitlines()[m.line - 1], m.description
+        back += len(sets)
+    assert back >= 60
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_sampled_moves_leave_the_checker_silent(name: str) -> None:
+    """A deterministic sample of every kind, the deepest cut of every stall move, and reuse sets on the
+    text without reuse flags: no finding (the slow test below runs every move)."""
+    rng = random.Random(name)
+    stall_least: dict[int, cm.ControlMove] = {}
+    for m in moves_of(name):
+        if m.kind == "stall" and (m.line not in stall_least or m.ctrl < stall_least[m.line].ctrl):
+            stall_least[m.line] = m  # S01 < S02 ... as text
+    chosen = [(original(name), m) for m in sample(moves_of(name), 2, rng)]
+    chosen += [(original(name), m) for m in stall_least.values()]
+    reuse_sets = [m for m in cm.control_moves(unreused(name)) if m.kind == "reuse_set"]
+    chosen += [(unreused(name), m) for m in rng.sample(reuse_sets, min(3, len(reuse_sets)))]
+    for text, move in chosen:
+        assert findings(cm.apply(text, move)) == [], move.description
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_move_leaves_the_checker_silent(name: str) -> None:
+    cases = [(original(name), m) for m in moves_of(name)]
+    cases += [(unreused(name), m) for m in cm.control_moves(unreused(name)) if m.kind == "reuse_set"]
+    for text, move in cases:
+        assert findings(cm.apply(text, move)) == [], move.description
+
+
+def test_apply_changes_only_the_field_and_the_flag() -> None:
+    text = original("triton_matmul")
+    lines = text.splitlines(keepends=True)
+    for move in sample(moves_of("triton_matmul"), 5, random.Random(1)):
+        new = cm.apply(text, move).splitlines(keepends=True)
+        assert len(new) == len(lines)
+        assert [i for i, (a, b) in enumerate(zip(lines, new, strict=True)) if a != b] == [move.line - 1]
+        before, after = lines[move.line - 1], new[move.line - 1]
+        assert f"[{move.old_ctrl}]" in before and f"[{move.ctrl}]" in after
+        if move.kind == "reuse_clear":
+            assert (
+                after
+                == before.replace(f"[{move.old_ctrl}]", f"[{move.ctrl}]")[: move.reuse_col]
+                + before[move.reuse_col + 6 :]
+            )
+        elif move.kind in ("stall", "yield_off") or not move.drop_reuse:
+            assert after == before.replace(f"[{move.old_ctrl}]", f"[{move.ctrl}]", 1)
+        else:
+            assert ".reuse" in before and ".reuse" not in after
+    stale = moves_of("triton_add")[0]
+    with pytest.raises(cm.ControlMoveError, match="does not hold"):
+        cm.apply(cm.apply(original("triton_add"), stale), stale)
+
+
+def _words(cubin: bytes) -> dict[str, list[int]]:
+    out = {}
+    for sec in read_cubin(cubin).sections:
+        if sec.name.startswith(".text."):
+            data = sec.data
+            out[sec.name] = [int.from_bytes(data[i : i + 16], "little") for i in range(0, len(data), 16)]
+    return out
+
+
+def _positions(text: str) -> dict[int, tuple[str, int]]:
+    """line -> (section, instruction index)."""
+    module, _ = parse_cuasm(text)
+    out = {}
+    for sec in module.sections:
+        if sec.name.startswith(".text."):
+            ins = [it for it in sec.items if isinstance(it, Instruction)]
+            out |= {it.line: (sec.name, n) for n, it in enumerate(ins)}
+    return out
+
+
+REUSE_BITS = 0xF << 122
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_assembled_words_differ_only_in_the_moved_bits(name: str) -> None:
+    """One move per instruction at once (reuse sets on the text without flags): the cubin has only those
+    words changed, only in control and reuse bits, with the control field the move names. The first
+    kernels also pass nvdisasm's verification of every word."""
+    rng = random.Random(f"bits:{name}")
+    for base in (original(name), unreused(name)):
+        moves = cm.control_moves(base)
+        if base is not original(name):
+            moves = [m for m in moves if m.kind == "reuse_set"]
+        one_each: dict[int, cm.ControlMove] = {}
+        for m in rng.sample(moves, len(moves)):
+            one_each.setdefault(m.line, m)
+        edited = cm.apply_moves(base, one_each.values())
+        verify = base is original(name) and name in KERNELS[:2]
+        before = _words(assemble_cuasm(base, verify=False))
+        after = _words(assemble_cuasm(edited, source_name=name, verify=verify))
+        at = _positions(base)
+        moved = {at[line]: m for line, m in one_each.items()}
+        for sec, words in before.items():
+            for n, (a, b) in enumerate(zip(words, after[sec], strict=True)):
+                m = moved.get((sec, n))
+                if m is None:
+                    assert a == b, f"{sec} word {n} changed"
+                    continue
+                assert (a ^ b) & ~(CONTROL_MASK | REUSE_BITS) == 0, m.description
+                assert b >> CONTROL_SHIFT & 0x1FFFF == control_bits(m.ctrl), m.description
+                flips = (a ^ b) & REUSE_BITS
+                if m.kind in ("reuse_set", "reuse_clear"):
+                    assert flips and flips & (flips - 1) == 0, m.description
+                    assert bool(b & flips) == (m.kind == "reuse_set"), m.description
+                elif m.kind == "yield_on" and m.drop_reuse:
+                    assert flips and not b & REUSE_BITS, m.description
+                else:
+                    assert not flips, m.description
+
+
+def test_yield_and_stall_rules() -> None:
+    for name in KERNELS:
+        lines = original(name).splitlines()
+        for m in moves_of(name):
+            line = lines[m.line - 1]
+            assert m.opcode not in ("BRA", "EXIT", "NOP", "BSSY", "BSYNC", "WARPSYNC", "RET", "CALL")
+            assert "@!PT" not in line
+            if m.kind == "yield_off":
+                assert int(m.ctrl[-2:]) <= 11
+            if m.kind == "yield_on" and ".reuse" in line:
+                assert m.drop_reuse
+            if m.kind == "stall":
+                new, old = int(m.ctrl[-2:]), int(m.old_ctrl[-2:])
+                assert 1 <= new < old and m.ctrl[:-2] == m.old_ctrl[:-2]
+
+
+def test_stall_moves_can_go_back_up_to_the_original() -> None:
+    text = original("triton_add")
+    cut = min((m for m in moves_of("triton_add") if m.kind == "stall"), key=lambda m: m.ctrl[-2:])
+    edited = cm.apply(text, cut)
+    alone = [m for m in cm.control_moves(edited) if m.kind == "stall" and m.line == cut.line]
+    assert all(m.ctrl[-2:] < cut.ctrl[-2:] for m in alone)  # without the original: only further down
+    back = [m for m in cm.control_moves(edited, original=text) if m.kind == "stall" and m.line == cut.line]
+    assert any(m.ctrl == cut.old_ctrl for m in back)
+    assert cm.apply(edited, next(m for m in back if m.ctrl == cut.old_ctrl)) == text
+
+
+def test_chains_stay_clean() -> None:
+    for name in ("triton_add", "triton_softmax"):
+        rng = random.Random(name)
+        text, done = cm.random_moves(original(name), 6, rng, original=original(name))
+        assert len(done) == 6 and text != original(name)
+        assert findings(text) == []
+
+
+def test_neighbour_drives_annealing() -> None:
+    """The search's annealing over control moves, measured by a stand-in that favours fewer stall cycles:
+    every proposal is one move from a text it returned before, and every one is clean."""
+    text = original("triton_add")
+    propose = cm.neighbour(text)
+    total = sum(int(c[-2:]) for c in _ctrls(text))
+
+    def measure(candidate: str) -> Measured:
+        assert findings(candidate) == []
+        speed = total / sum(int(c[-2:]) for c in _ctrls(candidate))
+        return Measured("", "match", speed, seconds=1.0)
+
+    log = annealing(propose, text, measure, 12.0, random.Random(0), max_misses=5)
+    assert len(log.trials) == 12
+    assert all(len(t.candidate.moves) == 1 and t.candidate.source == "control" for t in log.trials)
+    assert max(t.result.speedup or 0 for t in log.trials) > 1.0
+
+
+def _ctrls(text: str) -> list[str]:
+    module, _ = parse_cuasm(text)
+    return [it.ctrl for sec in module.sections for it in sec.items if isinstance(it, Instruction)]
+
+
+def test_bad_text_is_an_error_not_a_traceback() -> None:
+    with pytest.raises(cm.ControlMoveError, match="line"):
+        cm.control_moves(original("triton_add").replace("[B------:R-:W-:Y:S", "[B------:R-:W-:Q:S", 1))
+
+
+def test_hardware_benchmark_dry_run(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its imports of reorder_eval are lazy
+    import control_hardware as bench
+
+    out = tmp_path / "mutants.jsonl"
+    args = ["--kernels", "triton_add", "--count", "3", "--moves", "1-2", "--seed", "5", "--jobs", "1"]
+    assert bench.main([*args, "--dry-run", "--json", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3 and {r["kernel"] for r in rows} == {"triton_add"}
+    assert all(1 <= len(r["moves"]) <= 2 and r["verdict"] == "dry_run" for r in rows)
+    printed = capsys.readouterr().out
+    assert [json.loads(x) for x in printed.splitlines() if x.startswith("{")] == rows
+    assert "triton_add              3" in printed and "---" in printed
+    text = original("triton_add")
+    again = bench.mutants("triton_add", text, 3, (1, 2), 5, cm.KINDS)
+    assert [r["moves"] for r in again] == [
+        r["moves"] for r in bench.mutants("triton_add", text, 3, (1, 2), 5, cm.KINDS)
+    ]
+    assert all(findings(r["text"]) == [] for r in again)
+    with pytest.raises(SystemExit):
+        bench.main(["--moves", "3-1", "--dry-run"])
