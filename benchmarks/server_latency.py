@@ -61,7 +61,7 @@ GOALS = {
     "edit_diagnostics": ("one-line edit -> diagnostics, p95", 50.0, "ms"),
     "hover_p95": ("hover p95", 15.0, "ms"),
     "completion_p95": ("completion p95", 15.0, "ms"),
-    "peak_rss": ("server peak RSS", 300.0, "MB"),
+    "peak_rss": ("server peak RSS, the models loaded (issue #34)", 400.0, "MB"),
     "slowest_request": ("slowest answer (result or error), any type", 2000.0, "ms"),
     "rss_open_no_torch": ("server RSS, document open, no torch", 300.0, "MB"),
 }
@@ -252,6 +252,17 @@ async def run(args: argparse.Namespace, results: dict[str, float]) -> None:
     t0 = time.perf_counter()
     await client.text_document_semantic_tokens_full_async(lsp.SemanticTokensParams(doc))
     print(f"semantic tokens, whole document (cold): {(time.perf_counter() - t0) * 1e3:.0f} ms")
+
+    # ---- suggestions: the policy and the performance model loaded in the background since initialization
+    t0 = time.perf_counter()
+    found = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="sass-lsp.suggestReorders", arguments=[uri])
+    )
+    torch = any("torch" in ln for ln in Path(f"/proc/{server_pid}/maps").read_text().splitlines())
+    print(
+        f"suggestReorders (largest kernel): {len(found.get('suggestions', []))} suggestion(s) in "
+        f"{(time.perf_counter() - t0) * 1e3:.0f} ms; torch {'loaded' if torch else 'not loaded'}"
+    )
 
     status = Path(f"/proc/{server_pid}/status").read_text()
     rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]

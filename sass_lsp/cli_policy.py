@@ -55,6 +55,13 @@ def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported l
         ) from exc
 
 
+def _move_kinds(raw: str) -> tuple[str, ...]:
+    kinds = tuple(k.strip() for k in raw.split(",") if k.strip())
+    if not kinds or set(kinds) - set(app.MOVE_KINDS):
+        raise argparse.ArgumentTypeError(f"{raw!r}: some of {','.join(app.MOVE_KINDS)}, comma-separated")
+    return kinds
+
+
 def load_perf():  # noqa: ANN202 (PerfModel; torch is imported lazily)
     """The packaged performance model; a :class:`CliError` naming what to do."""
     try:
@@ -128,6 +135,7 @@ class OptimizeJob:
     uniform_share: float | None = None  # policy_surrogate's share of uniform draws; None: its default
     min_gain: float | None = None  # least confirmed lower CI bound to write; None: optimize's default
     prior: bool = True  # policy_surrogate: the performance model ranks the draws until the surrogate learns
+    moves: tuple[str, ...] = ("reorder", "control")  # app.MOVE_KINDS, or one of them
 
 
 def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
@@ -171,6 +179,7 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
             share,
             args.min_gain,
             not args.no_model_prior,
+            args.moves,
         )
         for cuasm, launch in zip(args.cuasm, launches, strict=True)
     ]
@@ -197,7 +206,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
 
     deadline = time.monotonic() + job.budget
     text, arch = _text_and_arch(job.cuasm)
-    choice = app.SearchChoice(job.search, job.seed, job.uniform_share, prior=job.prior)
+    choice = app.SearchChoice(job.search, job.seed, job.uniform_share, prior=job.prior, moves=job.moves)
     with GpuRunner(timeout_s=120) as runner:
         try:
             original = app.original_kernel(text, str(job.cuasm), job.launch, arch=arch, runner=runner)
@@ -622,6 +631,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         metavar="SHARE",
         help="policy_surrogate only: the share (0 to 1) of the 16 moves drawn uniformly instead of from the "
         "policy; more explores moves the policy ranks low (default: 0.5)",
+    )
+    p.add_argument(
+        "--moves",
+        type=_move_kinds,
+        default=app.MOVE_KINDS,
+        metavar="KINDS",
+        help="what the search may change, comma-separated: reorder (instruction order, by --search), "
+        "control (yield, reuse and stall fields, by annealing on GPU time); with both, the reorder search "
+        "takes half the budget and the control-code walk the rest, from the best reordering found "
+        "(default: reorder,control)",
     )
     p.add_argument(
         "--no-model-prior",

@@ -139,3 +139,36 @@ def test_a_candidate_keeps_its_text_packed_and_gives_it_back_exactly() -> None:
     again = pickle.loads(pickle.dumps(moved))  # Ray's fan-out ships candidates between processes
     assert again == moved and again.text == text and again.key == cand.key
     assert cand == Candidate(text, "annealing", ("node 3: 4 -> 2",), 1.01) != moved
+
+
+def test_chained_runs_the_second_search_from_the_first_ones_best_on_one_log():
+    """``chained``: the first search for its share of the budget, the second from its best schedule, one
+    log whose GPU seconds count from the start (what ``optimize --moves reorder,control`` runs)."""
+    from sass_lsp.schedule.search import Candidate, Measured, SearchLog, chained
+
+    seen = []
+
+    def fake(speedups: list[float], tag: str):
+        def search(measure, budget, *, on_trial=None):
+            log = SearchLog(budget)
+            for i, s in enumerate(speedups):
+                if log.left <= 0:
+                    break
+                t = log.add(Candidate(f"{tag}{i}", tag), Measured(f"{tag}{i}", "match", s, seconds=1.0))
+                if on_trial:
+                    on_trial(t)
+            return log
+
+        return search
+
+    def then(start):
+        seen.append(start)
+        return fake([1.01, 1.03], "control")
+
+    log = chained(fake([0.99, 1.02, 1.0, 1.0, 1.0], "policy"), then, 0.5)(None, 6.0)
+    assert seen == [("policy1", 1.02)]  # the first search's best, with its speedup
+    assert [t.candidate.source for t in log.trials] == ["policy"] * 3 + ["control"] * 2
+    assert [t.spent for t in log.trials] == [1.0, 2.0, 3.0, 4.0, 5.0] and log.spent == 5.0
+    seen.clear()
+    chained(fake([0.99], "policy"), then, 0.5)(None, 4.0)
+    assert seen == [None]  # nothing faster: the second search starts from the original

@@ -57,6 +57,10 @@ def original_kernel(
     return Original(text, arch, cubin if cubin is not None else assemble(text, source), spec, gpu)
 
 
+MOVE_KINDS = ("reorder", "control")  # ``optimize --moves``
+CONTROL_SHARE = 0.5  # of the budget, with both kinds: the control-code walk from the best reorder found
+
+
 @dataclass(frozen=True)
 class SearchChoice:
     """Which policy-guided search (``policy.candidates.SEARCHES``) and its settings."""
@@ -66,6 +70,8 @@ class SearchChoice:
     uniform_share: float | None = None  # None: the search's default
     features: str = "displacement"  # what policy_surrogate's model sees of a schedule
     prior: bool = True  # policy_surrogate: the performance model ranks its draws until its surrogate learns
+    # what the search may change (with both: reorders first, then control codes from the best)
+    moves: tuple[str, ...] = MOVE_KINDS
 
     def resolved_share(self) -> float:
         """The share of uniform draws the search uses (ValueError for one it cannot use)."""
@@ -75,7 +81,44 @@ class SearchChoice:
 
 
 def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
-    """The policy-guided search ``choice`` over ``original`` (imports torch)."""
+    """The search ``choice`` over ``original``: the policy-guided reorder search, annealing over control-code
+    moves (yield, reuse, stalls: :mod:`sass_lsp.schedule.control_moves`), or the first for half the budget
+    and the second from the schedule it measured surest faster (imports torch)."""
+    unknown = set(choice.moves) - set(MOVE_KINDS)
+    if unknown or not choice.moves:
+        raise ValueError(f"moves must be some of {', '.join(MOVE_KINDS)}, not {', '.join(choice.moves)}")
+    if "reorder" not in choice.moves:
+        return control_search(original, choice.seed)(None)
+    reorder = reorder_search(original, choice, net)
+    if "control" not in choice.moves:
+        return reorder
+    from sass_lsp.schedule.search import chained
+
+    return chained(reorder, control_search(original, choice.seed), 1 - CONTROL_SHARE)
+
+
+def control_search(original: Original, seed: int) -> Callable[[tuple[str, float] | None], Search]:
+    """Annealing on GPU time over control-code moves, from a given schedule (None: the original)."""
+    import random
+
+    from sass_lsp.schedule import control_moves
+    from sass_lsp.schedule.search import annealing
+
+    def walk_from(start: tuple[str, float] | None) -> Search:
+        source = "control" if start is None else "reorder+control"
+        propose = control_moves.neighbour(original.text, original.arch, source=source)
+
+        def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
+            rng = random.Random(seed)
+            return annealing(propose, original.text, measure, budget, rng, on_trial=on_trial, start=start)
+
+        return search
+
+    return walk_from
+
+
+def reorder_search(original: Original, choice: SearchChoice, net: Any) -> Search:
+    """The policy-guided reorder search ``choice`` over ``original``."""
     from sass_lsp.app.policy import load_perf_model
     from sass_lsp.policy.candidates import policy_search as build
 

@@ -171,8 +171,8 @@ def summary_message(result: OptimizeResult) -> str:
         "wall_clock": " (screening stopped by the wall-clock budget)",
         "interrupted": " (interrupted)",
     }.get(result.stopped, "")
-    if result.verified and conf is not None:
-        return f"verified: {conf.message}"
+    if result.verified and conf is not None and result.best is not None:
+        return f"verified: {conf.message} ({' + '.join(move_kinds(result.best.candidate.source))} moves)"
     if conf is not None and conf.verified and low is not None:
         return (
             f"verified faster but by less than --min-gain {result.min_gain:g} (interval's lower bound "
@@ -216,10 +216,17 @@ def report_dict(result: OptimizeResult, *, kernel: str, budget_s: float) -> dict
         "n_candidates": len(trials),
         "n_rejected": sum(t["verdict"] != "match" for t in trials),
         "best": trials[result.log.trials.index(result.best)] if result.best else None,
+        "best_move_kinds": move_kinds(result.best.candidate.source) if result.best else [],
         "confirmation": bench_to_dict(result.confirmation) if result.confirmation else None,
         "verified": result.verified,
         "trials": trials,
     }
+
+
+def move_kinds(source: str) -> list[str]:
+    """The kinds of move a candidate's schedule holds, from its source: the control-code walk's "control"
+    (from the original) or "reorder+control" (from a reordered schedule); every other source reorders."""
+    return {"control": ["control"], "reorder+control": ["reorder", "control"]}.get(source, ["reorder"])
 
 
 def output_path(out_stem: Path, suffix: str) -> Path:

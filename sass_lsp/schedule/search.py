@@ -191,8 +191,10 @@ def annealing(
     max_misses: int = 50,
     max_restarts: int = 8,
     on_trial: Callable[[Trial], None] | None = None,
+    start: tuple[str, float] | None = None,
 ) -> SearchLog:
     """Simulated annealing on measured speedup: ``propose(text, rng)`` returns a neighbour of ``text``.
+    The walk starts from ``start`` (a schedule of the original and its measured speedup), else the original.
 
     A neighbour is accepted if it is faster than the current schedule, or with probability
     exp(Δspeedup / T); T shrinks by ``cooling`` after each neighbour judged. Rejected outputs are never
@@ -204,9 +206,10 @@ def annealing(
     nothing new (the neighbourhoods it can reach are measured).
     """
     log = SearchLog(budget)
-    current, current_speed = original, 1.0
+    current, current_speed = start or (original, 1.0)
     t = temperature
     measured: dict[str, Measured] = {schedule_key(original): Measured("", "match", 1.0)}
+    measured.setdefault(schedule_key(current), Measured("", "match", current_speed))
     misses = 0
     idle_restarts = 0  # restarts in a row that have measured nothing new yet
     while log.left > 0:
@@ -240,6 +243,34 @@ def annealing(
                 current, current_speed = text, res.speedup or 0.0
         t *= cooling
     return log
+
+
+Search = Callable[..., SearchLog]  # (measure, budget, *, on_trial=None) -> SearchLog
+
+
+def chained(first: Search, then: Callable[[tuple[str, float] | None], Search], share: float) -> Search:
+    """``first`` for ``share`` of the budget, then ``then(start)`` for the rest, where ``start`` is the
+    schedule ``first`` measured surest faster (text, speedup; None if none was faster): one log, its trials
+    in order and their GPU seconds counted from the start of ``first``."""
+
+    def search(
+        measure: Measure, budget: float, *, on_trial: Callable[[Trial], None] | None = None
+    ) -> SearchLog:
+        log = SearchLog(budget)
+
+        def record(trial: Trial) -> None:
+            kept = log.add(trial.candidate, trial.result)
+            if on_trial is not None:
+                on_trial(kept)
+
+        head = first(measure, budget * share, on_trial=record)
+        best = head.best()
+        faster = best is not None and best.result.accepted and (best.result.speedup or 0.0) > 1.0
+        start = (best.candidate.text, best.result.speedup or 1.0) if faster else None
+        then(start)(measure, budget - log.spent, on_trial=record)
+        return log
+
+    return search
 
 
 def beam(

@@ -1,0 +1,58 @@
+"""``optimize --moves``: which kinds of move the search makes, on a real corpus kernel with a stand-in for the
+GPU's measurement (the GPU path itself: benchmarks/control_hardware.py and the GPU tests)."""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+import pytest
+
+from sass_lsp import app
+from sass_lsp.gpu.corpus import load_kernel
+from sass_lsp.schedule.search import Measured, schedule_key
+from tests.paths import TRITON_CORPUS
+
+pytest.importorskip("sass_lsp.schedule.game")  # gymnasium
+CTRL = re.compile(r"\[B[-0-5]{6}:R[-0-5]:W[-0-5]:[Y-]:S\d\d\]")
+
+
+def original(name: str = "triton_add") -> app.Original:
+    cubin, spec = load_kernel(name)
+    text = (TRITON_CORPUS / f"{name}.cuasm").read_text()
+    return app.Original(text, "sm_90", cubin, spec, None)
+
+
+def stand_in(text: str) -> Measured:
+    """A deterministic 'speedup' per schedule (a hash), one GPU second each."""
+    s = 0.98 + (zlib.crc32(text.encode()) % 400) / 10_000
+    return Measured(schedule_key(text), "match", s, s - 0.001, s + 0.001, seconds=1.0)
+
+
+def strip_control(text: str) -> list[str]:
+    return [CTRL.sub("", ln).replace(".reuse", "") for ln in text.splitlines()]
+
+
+def test_control_moves_only_change_control_fields():
+    orig = original()
+    search = app.policy_search(orig, app.SearchChoice(moves=("control",)), net=None)
+    log = search(stand_in, 12.0)
+    assert len(log.trials) == 12 and {t.candidate.source for t in log.trials} == {"control"}
+    for t in log.trials:
+        assert t.candidate.text != orig.text
+        assert strip_control(t.candidate.text) == strip_control(orig.text)  # order and operands kept
+
+
+def test_both_kinds_reorder_first_then_walk_control_codes_from_the_best():
+    orig = original()
+    net = app.load_policy()
+    log = app.policy_search(orig, app.SearchChoice(prior=False), net=net)(stand_in, 16.0)
+    sources = [t.candidate.source for t in log.trials]
+    half = sources.index(next(s for s in sources if "control" in s))
+    assert half >= 1 and all("control" not in s for s in sources[:half])
+    assert set(sources[half:]) <= {"control", "reorder+control"} and log.spent <= 16.0
+
+
+def test_unknown_move_kinds_are_refused():
+    with pytest.raises(ValueError, match="moves must be some of reorder, control"):
+        app.policy_search(original(), app.SearchChoice(moves=("rename",)), net=None)
