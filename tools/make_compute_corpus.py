@@ -311,10 +311,13 @@ def run_case(make: Callable[[str], Case], out: str) -> tuple[bool, str]:
         notes.append(f"NEEDS {scratch} B of scratch (worker passes null pointers)")
     if not is_tensor_core(counts):
         notes.append("no wgmma in SASS")
+    if ck.n_spills:
+        notes.append(f"{ck.n_spills} spilled registers")
     ok = not notes
     line = (
         f"{'ok' if ok else 'CHECK'} max|err|={err:.4g} ({rel:.3g} of max|ref|) {ms:.4f} ms "
-        f"{case.flops / ms / 1e9:.1f} TFLOP/s regs={ck.n_regs} shared={ck.metadata.shared} | {counts}"
+        f"{case.flops / ms / 1e9:.1f} TFLOP/s regs={ck.n_regs} spills={ck.n_spills} "
+        f"shared={ck.metadata.shared} | {counts}"
     )
     return ok, line + "".join(f" | {n}" for n in notes)
 
