@@ -44,6 +44,8 @@ import time
 from functools import partial
 from pathlib import Path
 
+from kernel_split import SET_NAMES, load_split
+
 from sass_lsp import app
 from sass_lsp.cuasm import assemble_cuasm, write_cuasm
 from sass_lsp.gpu import GpuRunner, load_spec, spec_from_json
@@ -151,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         "--budget", type=float, default=20.0, help="GPU seconds per kernel and method (screening)"
     )
     ap.add_argument("--kernels", nargs="*", help="default: the model card's held-out list")
+    ap.add_argument(
+        "--split",
+        choices=SET_NAMES,
+        help="instead of --kernels: that set of the frozen split benchmarks/kernels/split_compute_v1.toml",
+    )
     ap.add_argument("--methods", nargs="*", default=list(METHODS))
     ap.add_argument("--json", type=Path, help="write every row (and the raw trials) here")
     ap.add_argument("--log", type=Path, help="JSON-lines log of every GPU measurement")
@@ -166,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from sass_lsp.policy.train import MODEL_CARD
 
-    names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
+    if args.split:
+        names = list(load_split().sets[args.split])
+    else:
+        names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
     net = app.load_policy(args.policy) if set(POLICY_METHODS) & set(args.methods) else None
     rows = []
     t_start = time.time()

@@ -94,14 +94,20 @@ def matmul_kernel(
     tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(c.dtype.element_ty))
 
 
-def record(out, name, fn, grid, args, roles, kw):
-    """Launch once, time it, and save the cubin, ptx and launch description."""
+def record(out, name, fn, grid, args, roles, kw, fills=None):
+    """Launch once, time it, and save the cubin, ptx and launch description; returns the compiled kernel.
+    ``fills`` maps an argument index to its JSON ``fill`` (how the GPU worker fills that input)."""
     ck = fn[grid](*args, **kw)
     ms = triton.testing.do_bench(lambda: fn[grid](*args, **kw), return_mode="median")
-    for k in ("cubin", "ptx"):
-        v = ck.asm[k]
-        with open(os.path.join(out, f"{name}.{k}"), "wb") as f:
-            f.write(v if isinstance(v, bytes) else v.encode())
+    meta = describe(name, fn, grid, args, roles, kw, ck, fills)
+    meta.update(median_ms=ms, n_regs=ck.n_regs, gpu=torch.cuda.get_device_name())
+    write_outputs(out, name, ck, meta)
+    print(f"{name:28s} {ms:8.4f} ms  {ck.n_regs:4d} regs")
+    return ck
+
+
+def describe(name, fn, grid, args, roles, kw, ck, fills=None):
+    """The corpus JSON of compiled kernel ``ck``, launched as ``fn[grid](*args, **kw)``."""
     desc = []
     for a, role in zip(args, roles, strict=False):
         if torch.is_tensor(a):
@@ -113,9 +119,11 @@ def record(out, name, fn, grid, args, roles, kw):
                     "role": role,
                 }
             )
+            if fills and len(desc) - 1 in fills:
+                desc[-1]["fill"] = fills[len(desc) - 1]
         else:
             desc.append({"kind": "scalar", "value": a, "type": "fp32" if isinstance(a, float) else "i32"})
-    meta = dict(
+    return dict(
         name=name,
         kernel=fn.__name__,
         grid=list(grid) + [1] * (3 - len(grid)),
@@ -123,13 +131,21 @@ def record(out, name, fn, grid, args, roles, kw):
         shared_bytes=ck.metadata.shared,
         constexprs=kw,
         args=desc,
-        median_ms=ms,
-        n_regs=ck.n_regs,
-        gpu=torch.cuda.get_device_name(),
+        triton=triton.__version__,
+        # Triton appends these two pointers; the GPU worker passes null, which is only right when both are 0.
+        global_scratch_size=getattr(ck.metadata, "global_scratch_size", 0) or 0,
+        profile_scratch_size=getattr(ck.metadata, "profile_scratch_size", 0) or 0,
     )
+
+
+def write_outputs(out, name, ck, meta):
+    """NAME.cubin, NAME.ptx and NAME.json in ``out``."""
+    for k in ("cubin", "ptx"):
+        v = ck.asm[k]
+        with open(os.path.join(out, f"{name}.{k}"), "wb") as f:
+            f.write(v if isinstance(v, bytes) else v.encode())
     with open(os.path.join(out, f"{name}.json"), "w") as f:
         json.dump(meta, f, indent=1)
-    print(f"{name:28s} {ms:8.4f} ms  {ck.n_regs:4d} regs")
 
 
 def main(out):
