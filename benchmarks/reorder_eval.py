@@ -34,6 +34,7 @@ row for a kernel and method replaces an earlier one (a cell run again):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import random
@@ -70,14 +71,23 @@ POLICY_METHODS = (  # these load the policy
     "policy_surrogate",
     "policy_surrogate_mix",
     "policy_surrogate_mix_pairs",
+    "policy_surrogate_mix_prior",
+    "optimize_default",
 )
 MIX_UNIFORM_SHARE = 0.5  # policy_surrogate_mix: the share of each 16 draws made uniformly
 SURROGATE_ROWS = {  # row -> policy_search's policy_surrogate with (its share of uniform draws, its features)
     "policy_surrogate": (0.0, "displacement"),
     "policy_surrogate_mix": (MIX_UNIFORM_SHARE, "displacement"),
     "policy_surrogate_mix_pairs": (MIX_UNIFORM_SHARE, "pairs"),
+    "policy_surrogate_mix_prior": (MIX_UNIFORM_SHARE, "displacement"),  # + the performance model's prior
 }
-METHODS = ("random", "greedy", "annealing", *POLICY_METHODS, "surrogate")
+# Rows that are `optimize` settings beyond reorders: control-code annealing alone, and optimize's default
+# (the reorder search with the performance model's prior for half the budget, then control codes).
+CHOICES = {
+    "control": app.SearchChoice(moves=("control",)),
+    "optimize_default": app.SearchChoice(),
+}
+METHODS = ("random", "greedy", "annealing", *POLICY_METHODS, "surrogate", "control")
 
 
 def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, object]]:
@@ -139,10 +149,13 @@ def run_method(
         return partial(screen, policy_candidates(text, arch, net=net, kernel=kernel))
     if method == "surrogate":
         return surrogate_annealing(text, arch, kernel, seed=seed)
+    if method in CHOICES:
+        return dataclasses.replace(CHOICES[method], seed=seed)
     if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
         name = "policy_surrogate" if method in SURROGATE_ROWS else method
         share, features = SURROGATE_ROWS.get(method, (0.0, "displacement"))
-        return app.SearchChoice(name, seed, share, features)
+        prior = method == "policy_surrogate_mix_prior"
+        return app.SearchChoice(name, seed, share, features, prior=prior, moves=("reorder",))
     raise ValueError(method)
 
 
