@@ -386,7 +386,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from sass_lsp.policy.ppo import PPOConfig
-    from sass_lsp.policy.train import train
+    from sass_lsp.policy.train import PERF_REWARD, REWARD, game_from_text, perf_game_from_text, train
 
     extra = compile_training_kernels(args.generated.parent.parent / "policy")
     kernels = training_set(args.corpus or corpus_dir(), args.generated, extra)
@@ -424,6 +424,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             init_net=net,
             warm_start=warm,
             deadline=deadline,
+            **(
+                {"factory": functools.partial(perf_game_from_text, perf=load_perf()), "reward": PERF_REWARD}
+                if args.reward == "model"
+                else {"factory": game_from_text, "reward": REWARD}
+            ),
         )
     took = time.monotonic() - t0
     print(f"wrote {card['checkpoint']} ({card['checkpoint_mb']} MB) and {card['model_card']} in {took:.0f} s")
@@ -660,6 +665,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "Needs nvcc for the CUDA C training kernels.",
     )
     p.add_argument("--steps", type=int, default=200_000, help="PPO environment steps in total")
+    p.add_argument(
+        "--reward",
+        choices=("cost", "model"),
+        default="cost",
+        help="what PPO's reward measures: the static cost model's cycles of the hot region (the bundled "
+        "policy's), or the time the learned performance model predicts; the imitation warm start follows "
+        "the cost model either way",
+    )
     p.add_argument(
         "--envs",
         type=int,

@@ -56,3 +56,22 @@ def test_both_kinds_reorder_first_then_walk_control_codes_from_the_best():
 def test_unknown_move_kinds_are_refused():
     with pytest.raises(ValueError, match="moves must be some of reorder, control"):
         app.policy_search(original(), app.SearchChoice(moves=("rename",)), net=None)
+
+
+def test_the_performance_model_as_the_games_reward():
+    """``train --reward model``: each state's cost is its predicted time, so a move's reward is the share of
+    time the performance model predicts it saves."""
+    from sass_lsp.perf.predict import Predictor, load_model
+    from sass_lsp.policy.train import perf_game_from_text
+
+    text = (TRITON_CORPUS / "mm_f16_64x64x32.cuasm").read_text()
+    game = perf_game_from_text(text, "sm_90", max_steps=4)
+    game.reset()
+    predictor = Predictor.of_kernel(game.k0, load_model())
+    assert game.cost_original == pytest.approx(1 / predictor.predict_orders([{}])[0].speedup)
+    before = game.cost
+    _obs, reward, *_ = game.step(0)
+    orders = {b: tuple(o) for b, o in game.orders().items() if list(o) != sorted(o)}
+    after = 1 / predictor.predict_orders([orders])[0].speedup
+    assert game.cost == pytest.approx(after)
+    assert reward == pytest.approx((before - after) / game.cost_original)

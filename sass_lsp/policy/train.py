@@ -44,6 +44,11 @@ REWARD = (
     "static cost model (sass_lsp.schedule.cost) over the hot region; an episode's return is the fraction of "
     "predicted cycles saved. Predicted, not measured GPU time."
 )
+PERF_REWARD = (
+    "per move: (predicted time before the move - after) / predicted time of the ptxas original, from the "
+    "learned performance model (sass_lsp.perf, perf-v1); an episode's return is the share of time the model "
+    "predicts saved. Predicted, not measured GPU time."
+)
 
 
 def _unpack(item: KernelText) -> tuple[str, str, str, str | None]:
@@ -69,6 +74,26 @@ def game_from_text(text: str, arch: str, *, kernel: str | None = None, **kw: Any
     from sass_lsp.schedule.game import ReorderGame
 
     return ReorderGame.from_text(text, arch, kernel=kernel, **kw)
+
+
+def perf_game_from_text(
+    text: str, arch: str, *, kernel: str | None = None, perf: Any = None, **kw: Any
+) -> gym.Env:
+    """The reorder game rewarded by the learned performance model (``perf``, None: the packaged one): a
+    state's cost is its predicted time relative to ptxas's order, so a step's reward is the share of time
+    the model predicts it saves. ``train(..., factory=partial(perf_game_from_text, perf=model))``."""
+    from sass_lsp.isa.semantics import load_semantics
+    from sass_lsp.perf.predict import Predictor, load_model
+    from sass_lsp.schedule.game import ReorderGame, kernel_of_text
+
+    sem = load_semantics(arch)
+    k = kernel_of_text(text, sem, kernel)
+    predictor = Predictor.of_kernel(k, perf if perf is not None else load_model())
+
+    def predicted_time(orders: dict[int, tuple[int, ...]]) -> float:
+        return 1.0 / predictor.predict_orders([orders])[0].speedup
+
+    return ReorderGame(k, sem, order_cost=predicted_time, **kw)
 
 
 class KernelPool(gym.Env):
@@ -204,13 +229,14 @@ def train(
     init_net: PolicyNet | None = None,
     warm_start: dict[str, Any] | None = None,
     deadline: float | None = None,
+    reward: str = REWARD,
 ) -> dict[str, Any]:
     """Train on ``kernel_texts``; writes the checkpoint (``out_dir``) and ``out_dir/model_card.json``.
 
     ``ppo_config`` supplies the PPO hyper-parameters; its ``total_steps``, ``seed`` and ``device`` are
     replaced by the arguments. ``heldout``: names of the kernels kept for evaluation, recorded in the model
     card; a training kernel of that name (or ``name:kernel``) is an error. Returns the model card plus the
-    per-update history.
+    per-update history. ``reward`` describes, for the card, what ``factory``'s games reward.
 
     ``deadline`` (``time.monotonic``): PPO stops early so that saving and the evaluation end by then (the
     evaluation's time estimated from building the games); kernels it has no time for are listed in the card.
@@ -254,7 +280,7 @@ def train(
         ],
         "heldout": list(heldout),
         "skipped": skipped,
-        "reward": REWARD,
+        "reward": reward,
         "warm_start": warm_start,
         "game": {"max_steps": max_steps, "scramble_schedule": [list(s) for s in scramble_schedule]},
         "ppo": asdict(cfg),

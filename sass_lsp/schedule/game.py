@@ -21,7 +21,9 @@ API (``ReorderGame``):
 
 ``reward_fn(kernel) -> float`` replaces the cost (default: the static model of :mod:`sass_lsp.schedule.cost`
 over the hot region, evaluated on the region's instructions without building a whole Kernel); a GPU-time cost
-can be plugged in. Blocks never moved keep ptxas's control codes; a block moved back to the ptxas order gets
+can be plugged in. ``order_cost(orders) -> float`` does the same from the node order of each block that
+differs from ptxas's (no repaired kernel built): the learned performance model's predicted time.
+Blocks never moved keep ptxas's control codes; a block moved back to the ptxas order gets
 them back too.
 
 Architecture Invariant: pure; no torch, pygls or CUDA.
@@ -114,8 +116,10 @@ class ReorderGame(_Env):
         max_steps: int = 16,
         scramble: int = 0,
         reward_fn: Callable[[Kernel], float] | None = None,
+        order_cost: Callable[[dict[int, tuple[int, ...]]], float] | None = None,
     ) -> None:
         self.k0 = kernel
+        self.order_cost = order_cost
         self.sem = sem
         self.max_steps = max_steps
         self.scramble = scramble
@@ -311,6 +315,8 @@ class ReorderGame(_Env):
     ) -> Snapshot:
         timing: list[tuple[int, int]] = []
         cost = sequence_cycles(self.region_nodes(blocks), self.sem, self.region.is_loop, timing)
+        if self.order_cost is not None:
+            cost = float(self.order_cost({b: st.order for b, st in blocks.items()}))
         snap = Snapshot(blocks, window, cost, tuple(timing), steps, moves, done)
         if self.reward_fn is not None:
             self._set(snap)
