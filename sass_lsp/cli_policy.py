@@ -319,10 +319,12 @@ def _run_optimize(args: argparse.Namespace, jobs: list[OptimizeJob]) -> list[dic
             raise CliError(str(exc)) from exc
 
 
-# The Triton kernels of the shared sm_90 corpus the policy trains on; the other four are held out for the GPU
-# evaluation, with the CUDA C kernels of benchmarks/kernels (never trained on).
+# The Triton kernels of the shared sm_90 corpus the policy trains on; the others are held out for the GPU
+# evaluations, with the CUDA C kernels of benchmarks/kernels (never trained on): the reorder evaluation's
+# six, and the compute-bound held-out set of benchmarks/kernels/split_compute_v1.toml.
 TRITON_TRAIN = ("triton_add", "triton_layernorm", "mm_f16_64x64x32", "transpose_f32")
 TRITON_HELDOUT = ("gelu_bias", "rmsnorm_f32_4096", "triton_matmul", "triton_softmax")
+COMPUTE_HELDOUT = ("fp8_blockscale_gemm", "bf16_gemm", "flash_attn_fwd", "conv2d")
 CUDA_HELDOUT = ("sgemm_tiled", "stencil2d")
 MIN_INSTRUCTIONS = 24  # smaller kernels have next to nothing to reorder
 
@@ -390,7 +392,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     extra = compile_training_kernels(args.generated.parent.parent / "policy")
     kernels = training_set(args.corpus or corpus_dir(), args.generated, extra)
-    print(f"training set: {len(kernels)} kernels; held out: {', '.join(TRITON_HELDOUT + CUDA_HELDOUT)}")
+    held_out = TRITON_HELDOUT + CUDA_HELDOUT + COMPUTE_HELDOUT
+    print(f"training set: {len(kernels)} kernels; held out: {', '.join(held_out)}")
     with Progress() as bar:
         task = bar.add_task("train", total=args.steps)
 
@@ -419,7 +422,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             out_dir=args.out,
             device=args.device,
             progress=progress,
-            heldout=list(TRITON_HELDOUT + CUDA_HELDOUT),
+            heldout=list(TRITON_HELDOUT + CUDA_HELDOUT + COMPUTE_HELDOUT),
             ppo_config=ppo,
             init_net=net,
             warm_start=warm,
@@ -449,7 +452,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     from sass_lsp.policy.train import MODEL_CARD
 
     names = args.kernels or list(TRITON_TRAIN)
-    held = sorted(set(names) & set(TRITON_HELDOUT + CUDA_HELDOUT))
+    held = sorted(set(names) & set(TRITON_HELDOUT + CUDA_HELDOUT + COMPUTE_HELDOUT))
     if held:
         raise CliError(f"{', '.join(held)}: held out for the evaluation\n  hint: fine-tune on {TRITON_TRAIN}")
     base = app.policy_path(args.policy)

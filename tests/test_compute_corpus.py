@@ -126,3 +126,10 @@ def test_corpus_launch_json_matches_cubin(cubin: Path) -> None:
     """The worker can build a launch from each corpus JSON (arguments matched to the cubin's parameters)."""
     spec = spec_from_json(cubin.with_suffix(".json").read_text(), cubin.read_bytes())
     assert spec.buffers
+
+
+def test_the_policy_never_trains_or_finetunes_on_the_compute_held_out_set() -> None:
+    from sass_lsp.cli_policy import COMPUTE_HELDOUT, TRITON_TRAIN
+
+    held = set(load_split().sets["held_out"])
+    assert held <= set(COMPUTE_HELDOUT) and not held & set(TRITON_TRAIN)

@@ -391,6 +391,11 @@ class SassLanguageServer(LanguageServer):
                 self.schedule_diagnostics(uri, 0.0)
 
     # ------------------------------------------------------------------ diagnostics
+    async def diagnostics_settled(self) -> None:
+        """Return once no document's diagnostics are being computed (those scheduled meanwhile included)."""
+        while pending := [t for t in self._diag_tasks.values() if not t.done()]:
+            await asyncio.wait(pending)
+
     def schedule_diagnostics(self, uri: str, delay: float | None = None) -> None:
         if uri.endswith(".cubin"):
             return

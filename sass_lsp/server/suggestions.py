@@ -63,8 +63,9 @@ def load_models(path: Path) -> tuple[Any, Any]:
         raise PolicyUnavailable(message) from None
 
 
-BUDGET_S = 2.0
-"""Search time per request: rollouts stop extending once it is spent (each keeps its best prefix)."""
+BUDGET_S = 0.2
+"""Search time per request, as ``suggest`` and ``benchmarks/suggest_latency.py`` use it: rollouts stop
+extending once it is spent (what they reached is ranked)."""
 
 
 def suggest(text: str, arch: str, models: tuple[Any, Any], kernel: str | None) -> list[SuggestionView]:
@@ -76,6 +77,7 @@ def suggest(text: str, arch: str, models: tuple[Any, Any], kernel: str | None) -
 
 
 TOP = 3  # suggestions per kernel
+PRELOAD_AFTER_S = 1.0  # after initialization: an editor opens its first document within this
 
 
 Key = tuple[int, str | None]  # (document version, kernel name or None for the largest kernel)
@@ -132,11 +134,15 @@ class SuggestionJobs:
 
     def preload(self) -> None:
         """Start loading the models in the background (where the extra is installed), so that the first
-        code action finds them ready; what cannot load is said when suggestions are first asked for."""
+        code action finds them ready; what cannot load is said when suggestions are first asked for. The
+        load (torch's import holds the interpreter for a second or more) waits until the first document's
+        diagnostics are out."""
         if self._loading is None and not missing_policy_modules():
             self._loading = asyncio.ensure_future(self._preload())
 
     async def _preload(self) -> None:
+        await asyncio.sleep(PRELOAD_AFTER_S)
+        await self.ls.diagnostics_settled()
         async with self._lock:
             with contextlib.suppress(PolicyUnavailable):  # said at the first request for suggestions
                 await self.models()

@@ -1,0 +1,45 @@
+"""The policy and the performance model load in the background once the server is initialized and the first
+document's diagnostics are out: no request for suggestions is needed, and the first Ctrl+. finds them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from lsp_stdio import StdioClient
+from paths import TRITON_CORPUS
+
+pytest.importorskip("torch")
+
+
+def loaded(pid: int, name: str) -> bool:
+    return any(name in line for line in Path(f"/proc/{pid}/maps").read_text().splitlines())
+
+
+def test_models_load_in_the_background_after_the_first_diagnostics(tmp_path: Path) -> None:
+    client = StdioClient(tmp_path / "server.log", {"diagnosticsDebounceMs": 10})
+    try:
+        text = (TRITON_CORPUS / "mm_f16_64x64x32.cuasm").read_text()
+        uri = (tmp_path / "k.cuasm").as_uri()
+        client.open(uri, text)
+        client.settled_diagnostics(uri, 1, quiet_s=0.2)
+        deadline = time.monotonic() + 60
+        while not loaded(client.proc.pid, "libtorch") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert loaded(client.proc.pid, "libtorch"), "torch was not loaded without a request"
+        line = next(i for i, ln in enumerate(text.split("\n")) if ln.lstrip().startswith("[B"))
+        params = {
+            "textDocument": {"uri": uri},
+            "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}},
+            "context": {"diagnostics": [], "triggerKind": 1},
+        }
+        time.sleep(3)  # the load's warm-up and the rest of the background work
+        t0 = time.perf_counter()
+        reply = client.request("textDocument/codeAction", params, timeout=30)
+        took = time.perf_counter() - t0
+        titles = [a["title"] for a in reply.result]
+        assert any(t.startswith("Reorder:") for t in titles), titles
+        print(f"\nfirst Ctrl+. after the background load: {took * 1000:.0f} ms")
+    finally:
+        client.shutdown()
