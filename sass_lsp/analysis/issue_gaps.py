@@ -77,15 +77,23 @@ def _early_waits(p: Program, starts: set[int], need: int) -> list[tuple[int, Fin
     return out
 
 
-def _uniform_roles(sf: ShapeFacts) -> int:
+def _uniform_roles(sf: ShapeFacts, late_pipes: tuple[str, ...]) -> int:
     """Of an instruction of shape ``sf``: 1 if it writes a uniform register, 2 if it reads uniform
-    registers on the uniform datapath (after issue); 0 for neither or when it never executes."""
+    registers on the uniform datapath after issue (its pipe one of ``late_pipes``); 0 for neither or when
+    it never executes."""
     if sf.fb & F_NEVER:
         return 0
     writes = sf.def_const & _UR_MASK or any(b >= _UR_BASE for b in sf.def_bases)
     reads = sf.use_const & _UR_MASK or any(b >= _UR_BASE for b in sf.use_bases)
-    late = reads and sf.pipe in _UNIFORM_PIPES and not sf.variable
+    late = reads and sf.pipe in late_pipes and not sf.variable
     return (1 if writes else 0) | (2 if late else 0)
+
+
+def _late_reader_pipes(sem: Semantics) -> tuple[str, ...]:
+    """The uniform pipes whose instructions read their sources after issue: all but the table's
+    ``early_readers`` (pipes ptxas lets a write follow a read of theirs by one cycle)."""
+    early = (sem.params.get("uniform_war_cycles") or {}).get("early_readers", ())
+    return tuple(pipe for pipe in _UNIFORM_PIPES if pipe not in early)
 
 
 def _early_uniform_writes(p: Program, starts: set[int], sem: Semantics) -> list[tuple[int, Finding]]:
@@ -93,7 +101,8 @@ def _early_uniform_writes(p: Program, starts: set[int], sem: Semantics) -> list[
     out: list[tuple[int, Finding]] = []
     facts, cts = p.facts, p.cts
     shapes = p.shapes
-    roles = {sf: r for sf in p.shape_set if (r := _uniform_roles(sf))}
+    late_pipes = _late_reader_pipes(sem)
+    roles = {sf: r for sf in p.shape_set if (r := _uniform_roles(sf, late_pipes))}
     if not any(r & 2 for r in roles.values()):
         return out
     need_of = {sf: sem.param_for("uniform_war_cycles", sf.pipe) or 0 for sf, r in roles.items() if r & 1}
