@@ -32,7 +32,7 @@ from surrogate_replay import samples
 from sass_lsp.gpu.measure import read_log
 from sass_lsp.policy.candidates import draw_rows, move_weights
 from sass_lsp.policy.checkpoint import bundled_policy
-from sass_lsp.policy.suggest import load_for_suggestions
+from sass_lsp.policy.model import load_policy
 from sass_lsp.schedule.game import ReorderGame
 from sass_lsp.schedule.surrogate import Surrogate, displacements, orders_after
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     args.logs = expand(args.logs)
-    net = load_for_suggestions(args.policy)
+    net = load_policy(args.policy)
     rng = random.Random(0)
     shares = " / ".join(f"{share:g}" for share in SHARES)
     print(

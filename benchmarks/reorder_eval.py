@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         names = list(load_split().sets[args.split])
     else:
         names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
-    net = app.load_policy(args.policy) if set(POLICY_METHODS) & set(args.methods) else None
+    net = app.load_policy(args.policy, torch_net=True) if set(POLICY_METHODS) & set(args.methods) else None
     rows = []
     t_start = time.time()
     with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:

@@ -18,12 +18,12 @@ call it (its default 0.2 s search budget):
 the search has work takes about 180 ms; what exceeds the budget is the build, the first forward pass and the
 policy's first move, which always run.
 
-The policy's load and its warm-up (``warm_up``: the game's imports and torch's first forward pass, once per
+The policy's load and its warm-up (``warm_up``: the game's imports and the first forward pass, once per
 process, as the CLI and the server do right after loading) are printed on their own. Medians and minima of
 ``--repeat`` samples; the last line counts the cyclic collections that ran inside the timed calls (``suggest``
 holds the collector: a full collection walks the whole heap, ~150 ms on a 2-vCPU VM, and used to land in a
-random request). On a 2-vCPU VM torch's two OpenMP threads can make single forward passes 30x slower when
-anything else runs (600 ms instead of 20): ``--threads 1`` there. ``--trace`` prints, for each kernel's first
+random request). Suggesting runs BLAS on one thread (``policy.suggest.INTERACTIVE_THREADS``; ``--threads``
+sets another count). ``--trace`` prints, for each kernel's first
 request, where its time went: the game's build, each forward pass (batch size, ms) and the moves' total.
 
     python benchmarks/suggest_latency.py [--repeat 7] [--threads N] [--trace] [--policy DIR]
@@ -36,19 +36,20 @@ import gc
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from sass_lsp.cuasm import parse_cuasm, write_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.perf.predict import load_model
 from sass_lsp.policy.checkpoint import bundled_policy
-from sass_lsp.policy.model import load_policy
+from sass_lsp.policy.infer import NumpyPolicy
 from sass_lsp.policy.suggest import limit_threads, suggest, warm_up
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,12 +73,12 @@ class Phases:
     """Wall time of a request's phases, by wrapping (from outside) the game's build and step and the
     policy's forward pass: what ``--trace`` prints."""
 
-    def __init__(self, net: torch.nn.Module) -> None:
+    def __init__(self, net: NumpyPolicy) -> None:
         from sass_lsp.schedule.game import ReorderGame
 
         self.on = False
         self.build, self.steps, self.forwards = 0.0, [], []
-        build, step, forward = ReorderGame.from_text.__func__, ReorderGame.step, net.forward
+        build, step, forward = ReorderGame.from_text.__func__, ReorderGame.step, type(net).__call__
 
         def timed(record: Callable[[float, tuple], None], fn: Callable) -> Callable:
             def run(*a: Any, **kw: Any) -> Any:
@@ -91,7 +92,7 @@ class Phases:
 
         ReorderGame.from_text = classmethod(timed(self._built, build))
         ReorderGame.step = timed(lambda s, _a: self.steps.append(s), step)
-        net.forward = timed(lambda s, a: self.forwards.append((len(a[0]["cand_mask"]), s)), forward)
+        type(net).__call__ = timed(lambda s, a: self.forwards.append((len(a[1]["cand_mask"]), s)), forward)
 
     def _built(self, seconds: float, _args: tuple) -> None:
         self.build += seconds
@@ -112,27 +113,29 @@ class Phases:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--threads", type=int, help="torch threads (default: as suggest's callers set them)")
+    ap.add_argument("--threads", type=int, help="BLAS threads (default: as suggest's callers set them)")
     ap.add_argument("--policy", type=Path, default=bundled_policy())
     ap.add_argument("--trace", action="store_true", help="phases of each kernel's first request")
     args = ap.parse_args()
-    # As the CLI and the server load it (policy.suggest.load_for_suggestions), in steps to time them: torch's
-    # threads set before torch runs anything (capped, or --threads), the load, the warm-up.
+    # As the CLI and the server load it (policy.suggest.load_for_suggestions), in steps to time them: BLAS
+    # threads capped (or --threads), the numpy forward pass loaded, the warm-up.
     if args.threads:
-        torch.set_num_threads(args.threads)
+        threadpool_limits(args.threads, user_api="blas")
     else:
         limit_threads()
     t0 = time.perf_counter()
-    net = load_policy(args.policy)
+    net = NumpyPolicy.load(args.policy)
     t1 = time.perf_counter()
-    warm_up(net)  # the game's imports, torch's first pass
+    warm_up(net)  # the game's imports, the first pass
     t2 = time.perf_counter()
     perf = load_model()
     t3 = time.perf_counter()
     print(
         f"policy load {1e3 * (t1 - t0):.0f} ms + warm-up {1e3 * (t2 - t1):.0f} ms; performance model load"
         f" {1e3 * (t3 - t2):.0f} ms;"
-        f" torch threads {torch.get_num_threads()}; load average {os.getloadavg()[0]:.2f}"
+        f" BLAS threads {threadpool_info()[0]['num_threads'] if threadpool_info() else '-'};"
+        f" torch {'imported' if 'torch' in sys.modules else 'not imported'};"
+        f" load average {os.getloadavg()[0]:.2f}"
     )
     print(
         f"{'kernel':18} {'instr':>6} {'first ms':>9} {'after an edit (min/med)':>24} {'same text':>14} found"

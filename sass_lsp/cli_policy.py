@@ -43,11 +43,12 @@ def cli_error(exc: app.AppError, code: int = 2) -> CliError:
     return CliError(str(exc), exc.hint, code=code)
 
 
-def load_net(path: Path | None):  # noqa: ANN201 (PolicyNet; torch is imported lazily)
-    """The policy at ``path`` (None: the default checkpoint); a :class:`CliError` naming what to do."""
+def load_net(path: Path | None, *, torch_net: bool = False):  # noqa: ANN201 (torch is imported lazily)
+    """The policy at ``path`` (None: the default checkpoint), for suggesting or (``torch_net``) for the GPU
+    searches and training; a :class:`CliError` naming what to do."""
     require_policy_extra()
     try:
-        return app.load_policy(path)
+        return app.load_policy(path, torch_net=torch_net)
     except app.PolicyUnavailable as exc:
         raise CliError(
             f"{exc.path}: cannot load the reorder policy: {exc.detail}",
@@ -221,7 +222,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
             runner,
             job.budget,
             search=choice,
-            net=load_net(job.policy),
+            net=load_net(job.policy, torch_net=True),
             min_gain=job.min_gain,
             deadline=deadline,
             on_trial=on_trial,
@@ -456,7 +457,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     if held:
         raise CliError(f"{', '.join(held)}: held out for the evaluation\n  hint: fine-tune on {TRITON_TRAIN}")
     base = app.policy_path(args.policy)
-    net = load_net(base)
+    net = load_net(base, torch_net=True)
     args.out.mkdir(parents=True, exist_ok=True)
     log_path = args.out / "finetune_measurements.jsonl"
     cfg = FinetuneConfig(

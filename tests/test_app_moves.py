@@ -45,7 +45,7 @@ def test_control_moves_only_change_control_fields():
 
 def test_both_kinds_reorder_first_then_walk_control_codes_from_the_best():
     orig = original()
-    net = app.load_policy()
+    net = app.load_policy(torch_net=True)
     log = app.policy_search(orig, app.SearchChoice(prior=False), net=net)(stand_in, 16.0)
     sources = [t.candidate.source for t in log.trials]
     half = sources.index(next(s for s in sources if "control" in s))

@@ -183,7 +183,8 @@ def optimize_kernel(
     described = {}
     if isinstance(search, SearchChoice):
         described = {"name": search.name, "uniform_share": search.resolved_share()}
-        search = policy_search(original, search, net if net is not None else load_policy(policy))
+        net = net if net is not None else load_policy(policy, torch_net=True)
+        search = policy_search(original, search, net)
     log_path = output_path(out_stem, ".measurements.jsonl") if out_stem is not None else None
     measure = measure or kernel_measure(original, runner, log_path)
 

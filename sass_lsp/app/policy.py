@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from sass_lsp.app.errors import AppError
-from sass_lsp.policy.checkpoint import POLICY_HINT, default_policy_path, missing_policy_modules
+from sass_lsp.policy.checkpoint import (
+    POLICY_HINT,
+    POLICY_MODULES,
+    SERVING_MODULES,
+    default_policy_path,
+    missing_policy_modules,
+)
 
 log = logging.getLogger("sass_lsp.app")
 
@@ -34,13 +40,14 @@ def policy_path(path: Path | None = None) -> Path:
     return path or default_policy_path()
 
 
-def load_policy(path: Path | None = None) -> Any:
-    """The policy network at ``path`` (None: the default), with torch's threads capped and warmed up, as the
-    CLI, the server and the benchmarks serve it. Raises :class:`PolicyUnavailable`."""
+def load_policy(path: Path | None = None, *, torch_net: bool = False) -> Any:
+    """The policy network at ``path`` (None: the default): its numpy forward pass, warmed up, as the CLI and
+    the server suggest with it (no torch imported); with ``torch_net`` the torch network, which the GPU
+    searches sample from and fine-tuning trains. Raises :class:`PolicyUnavailable`."""
     path = policy_path(path)
-    if not path.exists():  # first: asking for the extra imports torch
+    if not path.exists():  # first: asking for the extra imports its modules
         raise PolicyUnavailable(NO_CHECKPOINT, path, "no policy checkpoint there")
-    missing = missing_policy_modules()
+    missing = missing_policy_modules(POLICY_MODULES if torch_net else SERVING_MODULES)
     if missing:
         raise PolicyUnavailable(NO_EXTRA, path, missing)
     try:
@@ -48,6 +55,10 @@ def load_policy(path: Path | None = None) -> Any:
     except ImportError as exc:
         raise PolicyUnavailable(NOT_INSTALLED, path, str(exc)) from None
     try:
+        if torch_net:
+            from sass_lsp.policy.model import load_policy as load_torch
+
+            return load_torch(path)
         return policy_suggest.load_for_suggestions(path)
     except Exception as exc:  # a bad checkpoint (any loader error) is the user's to fix, not a crash
         log.warning("cannot load policy %s", path, exc_info=True)
@@ -60,7 +71,7 @@ def load_perf_model(folder: Path | None = None) -> Any:
     from sass_lsp.perf.predict import DEFAULT_MODEL
 
     folder = folder or DEFAULT_MODEL
-    missing = missing_policy_modules()
+    missing = missing_policy_modules(SERVING_MODULES)
     if missing:
         raise PolicyUnavailable(NO_EXTRA, folder, missing)
     from sass_lsp.perf.predict import load_model

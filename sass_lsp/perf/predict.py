@@ -4,16 +4,19 @@ and the searches call to rank candidates by the learned model.
     p = Predictor(original_text, "sm_90")           # parses the original once (tens of ms)
     p.predict([candidate_text, ...])                # -> [Prediction or None], about a millisecond each
 
-A candidate that is no reordering of the original's blocks gets None. Needs torch (the ``[policy]`` extra)
-for the model; the features are numpy."""
+A candidate that is no reordering of the original's blocks gets None. Numpy only: the checkpoint's
+ensemble is evaluated by :class:`ServedModel` (the same arithmetic as :class:`sass_lsp.perf.model.PerfModel`,
+which trains it with torch), so an editor ranks without importing torch."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,7 +24,6 @@ from sass_lsp.perf import features as pf
 
 if TYPE_CHECKING:
     from sass_lsp.analysis.program import Kernel
-    from sass_lsp.perf.model import PerfModel
 
 DEFAULT_MODEL = Path(__file__).parent / "models" / "perf-v1"
 
@@ -33,19 +35,70 @@ class Prediction:
     high: float
 
 
-@lru_cache(maxsize=2)
-def load_model(folder: Path = DEFAULT_MODEL) -> PerfModel:
-    """The checkpoint in ``folder`` (the packaged ``perf-v1`` by default), loaded once."""
-    from sass_lsp.perf.model import load
+class ServedModel:
+    """A :mod:`sass_lsp.perf.model` checkpoint evaluated with numpy: ``interval(x)`` as
+    :meth:`PerfModel.interval` gives it (90% level)."""
 
-    return load(folder)
+    def __init__(self, weights: dict[str, np.ndarray], members: int) -> None:
+        w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
+        self.x_mean, self.x_scale = w["x_mean"], w["x_scale"]
+        self.y_scale, self.sd_floor = float(w["y_scale"]), float(w["sd_floor"])
+        self.layers = [
+            [(w[f"members.{m}.net.{i}.weight"].T, w[f"members.{m}.net.{i}.bias"]) for i in (0, 2, 4)]
+            for m in range(members)
+        ]
+
+    @classmethod
+    def load(cls, folder: Path) -> ServedModel:
+        """A checkpoint written by :func:`sass_lsp.perf.model.save`; refuses one trained on other features."""
+        from safetensors.numpy import load_file
+
+        cfg = json.loads((folder / "config.json").read_text())
+        if cfg["feature_names"] != pf.NAMES:
+            raise ValueError(f"{folder}: trained on other features than sass_lsp.perf.features computes")
+        return cls(load_file(str(folder / "model.safetensors")), int(cfg["members"]))
+
+    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, sd) of the log speedup of each row of features ``x`` [B, n_features]."""
+        xs = (np.asarray(x, np.float64) - self.x_mean) / self.x_scale
+        mus, variances = [], []
+        for layers in self.layers:
+            h = xs
+            for i, (wt, b) in enumerate(layers):
+                h = h @ wt + b
+                if i < 2:
+                    h = _gelu(h)
+            mus.append(h[:, 0])
+            variances.append(np.exp(2 * np.clip(h[:, 1], -12.0, 2.0)))
+        mu = np.stack(mus)
+        var = np.mean(variances, axis=0) + mu.var(axis=0)
+        sd = np.sqrt(var * self.y_scale**2 + self.sd_floor**2)
+        return mu.mean(axis=0) * self.y_scale, sd
+
+    def interval(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(predicted speedup, low, high): the central 90% interval of the speedup."""
+        mu, sd = self.predict(x)
+        return np.exp(mu), np.exp(mu - Z90 * sd), np.exp(mu + Z90 * sd)
+
+
+Z90 = 1.6448536269514722  # a central 90% interval of a Gaussian is mean +- Z90 * sd
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0)))
+
+
+@lru_cache(maxsize=2)
+def load_model(folder: Path = DEFAULT_MODEL) -> ServedModel:
+    """The checkpoint in ``folder`` (the packaged ``perf-v1`` by default), loaded once, for serving."""
+    return ServedModel.load(folder)
 
 
 class Predictor:
     """Predictions for schedules of one original kernel: from candidate texts (:meth:`predict`) or, where
     the caller holds them already (a game's states), from node orders per block (:meth:`predict_orders`)."""
 
-    def __init__(self, original: str, arch: str, kernel: str | None = None, model: PerfModel | None = None):
+    def __init__(self, original: str, arch: str, kernel: str | None = None, model: Any = None):
         from sass_lsp.schedule.canonical import OriginalOrders
 
         self.orders = OriginalOrders(original, arch, kernel)
@@ -54,7 +107,7 @@ class Predictor:
         self.model = model
 
     @classmethod
-    def of_kernel(cls, k: Kernel, model: PerfModel | None = None) -> Predictor:
+    def of_kernel(cls, k: Kernel, model: Any = None) -> Predictor:
         """A predictor of schedules of ``k`` given as orders only (no text parsed: :meth:`predict` is off)."""
         self = cls.__new__(cls)
         self.orders, self.k, self.facts, self.model = None, k, pf.KernelFacts.of(k), model

@@ -15,8 +15,10 @@ from pathlib import Path
 POLICY_ENV = "SASS_LSP_POLICY"
 BUNDLED = "reorder-v2"
 POLICY_HINT = "install the policy extra: pip install 'sass-lsp[policy]'"
-POLICY_MODULES = ("torch", "gymnasium", "safetensors")
+POLICY_MODULES = ("torch", "gymnasium", "safetensors", "threadpoolctl")
 """What the ``[policy]`` extra installs: the policy's imports beyond the base install."""
+SERVING_MODULES = ("gymnasium", "safetensors", "threadpoolctl")
+"""Of those, what suggesting needs (the numpy forward pass; torch is for training and the GPU searches)."""
 
 
 def bundled_policy() -> Path:
@@ -30,11 +32,11 @@ def default_policy_path() -> Path:
     return Path(override) if override else bundled_policy()
 
 
-def missing_policy_modules() -> str | None:
-    """None when this Python can run the policy, else what it lacks (each module is imported: a broken
-    install counts as missing)."""
+def missing_policy_modules(modules: tuple[str, ...] = POLICY_MODULES) -> str | None:
+    """None when this Python has ``modules`` (default: all the policy's), else what it lacks (each module is
+    imported: a broken install counts as missing)."""
     missing = []
-    for name in POLICY_MODULES:
+    for name in modules:
         try:
             importlib.import_module(name)
         except ImportError:

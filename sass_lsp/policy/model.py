@@ -33,24 +33,14 @@ from safetensors.torch import save as st_save
 from torch import nn
 
 from sass_lsp.files import write_atomic
+from sass_lsp.policy.contract import observation_contract
+from sass_lsp.policy.infer import collate as collate_numpy
+from sass_lsp.policy.infer import compact
 from sass_lsp.schedule import observation as ob
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 N_EDGE_BITS = 5  # EDGE_RAW .. EDGE_ORDER
-
-
-def observation_contract() -> dict[str, Any]:
-    """The observation.py facts a checkpoint depends on: a mismatch on load is an error, not a misread."""
-    return {
-        "W_MAX": ob.W_MAX,
-        "C_MAX": ob.C_MAX,
-        "STOP": ob.STOP,
-        "TOKEN_COLUMNS": list(ob.TOKEN_COLUMNS),
-        "TOKEN_VOCAB": list(ob.TOKEN_VOCAB),
-        "NUM_COLUMNS": list(ob.NUM_COLUMNS),
-        "EDGES": [ob.EDGE_RAW, ob.EDGE_WAR, ob.EDGE_WAW, ob.EDGE_MEMORY, ob.EDGE_ORDER],
-    }
 
 
 @dataclass(frozen=True)
@@ -69,24 +59,6 @@ class PolicyConfig:
 # Observations: compact storage and batching
 
 
-def compact(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """One observation cropped to its window length ``n`` and its last real candidate row.
-
-    A full observation holds a 512x512 ``adj`` (256 KiB); rollouts keep thousands, so they keep these instead.
-    """
-    n = int(np.asarray(obs["n"]).reshape(-1)[0])
-    mask = np.asarray(obs["cand_mask"], dtype=bool)
-    real = np.flatnonzero(mask)
-    nc = int(real[-1]) + 1 if real.size else 0
-    return {
-        "tok": np.asarray(obs["tok"][:n], dtype=np.int16),
-        "num": np.asarray(obs["num"][:n], dtype=np.float32),
-        "adj": np.ascontiguousarray(obs["adj"][:n, :n], dtype=np.uint8),
-        "cand": np.asarray(obs["cand"][:nc], dtype=np.int16),
-        "cand_mask": mask[:nc].copy(),
-    }
-
-
 def split_batched(obs: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
     """A vector env's batched observation (leading env axis) as one compact observation per env."""
     count = len(obs["n"])
@@ -97,35 +69,7 @@ def collate(
     items: list[dict[str, np.ndarray]], device: str | torch.device = "cpu"
 ) -> dict[str, torch.Tensor]:
     """Pad compact observations to the batch's longest window / candidate list; ``n`` holds the lengths."""
-    b = len(items)
-    lens = [len(it["tok"]) for it in items]
-    length = max(1, max(lens))
-    n_cand = max(0, max(len(it["cand"]) for it in items))
-    tok = np.zeros((b, length, len(ob.TOKEN_VOCAB)), dtype=np.int64)
-    num = np.zeros((b, length, ob.N_NUM), dtype=np.float32)
-    adj = np.zeros((b, length, length), dtype=np.uint8)
-    cand = np.zeros((b, n_cand, 2), dtype=np.int64)
-    cmask = np.zeros((b, n_cand), dtype=bool)
-    for k, it in enumerate(items):
-        n, c = lens[k], len(it["cand"])
-        tok[k, :n] = it["tok"]
-        num[k, :n] = it["num"]
-        adj[k, :n, :n] = it["adj"]
-        cand[k, :c] = it["cand"]
-        cmask[k, :c] = it["cand_mask"]
-    out = {
-        "tok": torch.from_numpy(tok),
-        "num": torch.from_numpy(num),
-        "adj": torch.from_numpy(adj),
-        "cand": torch.from_numpy(cand),
-        "cand_mask": torch.from_numpy(cmask),
-        "n": torch.tensor(lens, dtype=torch.int64),
-    }
-    return {k: v.to(device) for k, v in out.items()}
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The network
+    return {k: torch.from_numpy(v).to(device) for k, v in collate_numpy(items).items()}
 
 
 class EncoderLayer(nn.Module):

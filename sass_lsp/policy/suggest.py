@@ -11,7 +11,11 @@ cheapest state under the static cost model is, if it saves predicted cycles.
 
 No training dependencies (PPO, vector envs); ``time_budget_s`` bounds the search for interactive use.
 ``warm_up(net)`` (once, where the policy is loaded) takes the per-process costs off the first request: the
-game's imports (gymnasium, the hazard analysis) and torch's first forward pass.
+game's imports (gymnasium, the hazard analysis) and the first forward pass.
+
+The network is the checkpoint's numpy forward pass (:class:`sass_lsp.policy.infer.NumpyPolicy`, what
+:func:`load_for_suggestions` loads: no torch in a process that only suggests) or, where the caller trains or
+samples with it, the torch :class:`sass_lsp.policy.model.PolicyNet`: both give the same logits.
 """
 
 from __future__ import annotations
@@ -27,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from sass_lsp.analysis.program import gc_paused
 from sass_lsp.perf.predict import Prediction, Predictor
-from sass_lsp.policy.model import PolicyNet, collate, compact, load_policy
+from sass_lsp.policy import infer
+from sass_lsp.policy.infer import NumpyPolicy, compact
 from sass_lsp.schedule import observation as ob
 
 Edit = tuple[int, int, tuple[str, ...]]  # (first line, last line, new lines), 1-based inclusive
@@ -42,14 +46,11 @@ Edit = tuple[int, int, tuple[str, ...]]  # (first line, last line, new lines), 1
 # machine), so that the call as a whole ends within its budget.
 SEARCH_SHARE = 0.9
 
-# Torch's intra-op threads for a process that serves suggestions, set before torch runs anything (see
-# load_for_suggestions). The policy's forward passes are small (a few hundred tokens): more threads only add
-# OpenMP start-up and barriers. On the H200 host's 16-core Xeon, fma_2k's first request took 320 ms with
-# torch's default 16 threads (its first forward pass alone 103 ms) and 173 ms with 4 set before the load
-# (capped only after a load on 16: 219-221 ms, with the host in a slow stretch, so not a clean comparison).
-# The suggestions are the same whatever the count (``suggest_latency.log`` in
-# benchmarks/results/host_speed.tar.xz).
-INTERACTIVE_THREADS = 4
+# BLAS threads of a process that serves suggestions (see load_for_suggestions). The policy's forward passes
+# are small products (a few hundred tokens by 128): more threads only add start-up and barriers, and where
+# the cores are shared they wait on each other: on a loaded 2-vCPU VM a [63, 128] x [128, 384] product took
+# 24 ms on OpenBLAS's two threads and 0.4 ms on one.
+INTERACTIVE_THREADS = 1
 
 # First moves a suggestion search explores by default. Fixed, not derived from ``top``: the suggestions are
 # the best of these rollouts, so ``top=1`` is the first of ``top=3`` (a search over more first moves can find
@@ -93,26 +94,38 @@ class _Branch:
             self.best, self.best_cost = snap, float(self.game.cost)
 
 
-def load_for_suggestions(path: str | Path) -> PolicyNet:
-    """The policy at ``path``, ready to serve: this process's torch threads capped first
-    (:func:`limit_threads`), then the load and :func:`warm_up`. The CLI and the server load it so."""
+def load_for_suggestions(path: str | Path) -> NumpyPolicy:
+    """The policy at ``path``, ready to serve: this process's BLAS threads capped (:func:`limit_threads`),
+    the numpy forward pass loaded and :func:`warm_up`. The CLI and the server load it so."""
     limit_threads()
-    net = load_policy(path)
+    net = NumpyPolicy.load(path)
     warm_up(net)
     return net
 
 
 def limit_threads() -> None:
-    """Cap torch's intra-op threads at :data:`INTERACTIVE_THREADS` (never raise them: a smaller count set
-    by the user or ``OMP_NUM_THREADS`` stays). Call it before torch's first operation, which makes the
-    thread pool."""
-    if torch.get_num_threads() > INTERACTIVE_THREADS:
-        torch.set_num_threads(INTERACTIVE_THREADS)
+    """Cap this process's BLAS threads at :data:`INTERACTIVE_THREADS`."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(INTERACTIVE_THREADS, user_api="blas")
 
 
-def warm_up(net: PolicyNet) -> None:
+def logits_of(net: Any, items: list[dict[str, np.ndarray]]) -> np.ndarray:
+    """The action logits [B, C_MAX + 1] of compact observations, from either network."""
+    if isinstance(net, NumpyPolicy):
+        return net(infer.collate(items))[0]
+    import torch
+
+    from sass_lsp.policy.model import collate
+
+    net.eval()
+    with torch.inference_mode():
+        return net(collate(items))[0].numpy()
+
+
+def warm_up(net: Any) -> None:
     """Import the game and run one forward pass on a tiny observation, so that a process's first request
-    pays only for its text (the imports and torch's first pass cost hundreds of ms, once per process)."""
+    pays only for its text (the imports and the first pass cost hundreds of ms, once per process)."""
     import sass_lsp.schedule.game  # noqa: F401  (the import is the point)
 
     tiny = {
@@ -122,9 +135,7 @@ def warm_up(net: PolicyNet) -> None:
         "cand": np.array([[0, 1]], dtype=np.int16),
         "cand_mask": np.ones(1, dtype=bool),
     }
-    net.eval()
-    with torch.inference_mode():
-        net(collate([tiny]))
+    logits_of(net, [tiny])
 
 
 # No cyclic collection during a request, and what it leaves alive is not counted towards the next full
@@ -138,7 +149,7 @@ def suggest(
     text: str,
     arch: str,
     *,
-    net: PolicyNet,
+    net: Any,
     top: int = 3,
     kernel: str | None = None,
     max_moves: int = 8,
@@ -163,17 +174,15 @@ def suggest(
     game = _pristine_game(text, arch, kernel, max_moves).clone()
     obs, _ = game.reset()
     cost0 = float(game.cost_original)
-    net.eval()
     t_forward = time.perf_counter()
-    with torch.inference_mode():
-        logits, _ = net(collate([compact(obs)]))
+    logits = logits_of(net, [compact(obs)])
     t_forward = time.perf_counter() - t_forward
     cand_logits = logits[0, : ob.C_MAX]
-    n_legal = int(torch.isfinite(cand_logits).sum())
+    n_legal = int(np.isfinite(cand_logits).sum())
     n_first = min(n_legal, DEFAULT_BRANCHES if branches is None else branches)
     if n_first == 0:
         return []
-    first_moves = torch.topk(cand_logits, n_first).indices.tolist()
+    first_moves = np.argsort(-cand_logits, kind="stable")[:n_first].tolist()
 
     live: list[_Branch] = []
     t_moves = 0.0  # seconds per first move (each repairs the block: tens of ms on thousands of lines)
@@ -199,9 +208,8 @@ def suggest(
                 todo = todo[:1] if per_branch < left else []
         if not todo:
             break
-        with torch.inference_mode():
-            logits, _ = net(collate([compact(br.obs) for br in todo]))
-        for br, action in zip(todo, logits.argmax(dim=1).tolist(), strict=True):
+        logits = logits_of(net, [compact(br.obs) for br in todo])
+        for br, action in zip(todo, logits.argmax(axis=1).tolist(), strict=True):
             br.obs, _r, term, trunc, _info = br.game.step(action)
             br.alive = not (term or trunc)
             br.record()

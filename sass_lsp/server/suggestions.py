@@ -44,10 +44,11 @@ def policy_message(exc: app.PolicyUnavailable) -> str:
     return f"Reorder suggestions are off: cannot load the policy {exc.path}: {exc.detail}"
 
 
-def load_net(path: Path) -> Any:
-    """The policy network at ``path`` (imports torch); raises :class:`PolicyUnavailable`."""
+def load_net(path: Path, *, torch_net: bool = False) -> Any:
+    """The policy network at ``path``: its numpy forward pass, or (``torch_net``, for the GPU search) the
+    torch network; raises :class:`PolicyUnavailable`."""
     try:
-        return app.load_policy(path)
+        return app.load_policy(path, torch_net=torch_net)
     except app.PolicyUnavailable as exc:
         raise PolicyUnavailable(policy_message(exc)) from None
 

@@ -26,7 +26,7 @@ from sass_lsp.server.features.common import (
 )
 from sass_lsp.server.gpu_check import device_env
 from sass_lsp.server.state import SassLanguageServer, Snapshot
-from sass_lsp.server.suggestions import PolicyUnavailable
+from sass_lsp.server.suggestions import PolicyUnavailable, load_net
 
 
 class Refused(Exception):
@@ -186,7 +186,7 @@ async def _optimize_inputs(
         original = await asyncio.to_thread(
             app.original_kernel, snap.doc.text, str(path), spec, arch=snap.arch
         )
-        net, _perf = await shared.suggestions.models()
+        net = await asyncio.to_thread(load_net, shared.suggestions.policy_path(), torch_net=True)
     except PolicyUnavailable as exc:
         raise Refused("no_policy", str(exc)) from exc
     except app.AppError as exc:
