@@ -17,22 +17,31 @@ from pathlib import Path
 from sass_lsp import app
 from sass_lsp.cli import CliError
 from sass_lsp.gpu.corpus import corpus_dir
-from sass_lsp.policy.checkpoint import POLICY_ENV, POLICY_HINT, missing_policy_modules
+from sass_lsp.policy.checkpoint import (
+    POLICY_ENV,
+    POLICY_HINT,
+    POLICY_MODULES,
+    SERVING_MODULES,
+    missing_policy_modules,
+)
 
 
-def require_policy_extra() -> None:
-    """A :class:`CliError` naming the ``[policy]`` extra where torch, gymnasium or safetensors is missing."""
-    missing = missing_policy_modules()
+def require_policy_extra(modules: tuple[str, ...] = POLICY_MODULES) -> None:
+    """A :class:`CliError` naming the ``[policy]`` extra where one of its ``modules`` is missing."""
+    missing = missing_policy_modules(modules)
     if missing:
         raise CliError(f"{missing}\n  hint: {POLICY_HINT}")
 
 
-def _needs_policy(cmd: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """``cmd``, run only where the ``[policy]`` extra is installed (else its hint, exit 2, no traceback)."""
+def _needs_policy(
+    cmd: Callable[[argparse.Namespace], int], modules: tuple[str, ...] = POLICY_MODULES
+) -> Callable[[argparse.Namespace], int]:
+    """``cmd``, run only where the ``[policy]`` extra's ``modules`` are installed (else its hint, exit 2, no
+    traceback)."""
 
     @functools.wraps(cmd)
     def run(args: argparse.Namespace) -> int:
-        require_policy_extra()
+        require_policy_extra(modules)
         return cmd(args)
 
     return run
@@ -46,7 +55,7 @@ def cli_error(exc: app.AppError, code: int = 2) -> CliError:
 def load_net(path: Path | None, *, torch_net: bool = False):  # noqa: ANN201 (torch is imported lazily)
     """The policy at ``path`` (None: the default checkpoint), for suggesting or (``torch_net``) for the GPU
     searches and training; a :class:`CliError` naming what to do."""
-    require_policy_extra()
+    require_policy_extra(POLICY_MODULES if torch_net else SERVING_MODULES)
     try:
         return app.load_policy(path, torch_net=torch_net)
     except app.PolicyUnavailable as exc:
@@ -582,7 +591,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--policy", type=Path, help=f"checkpoint directory (default: ${POLICY_ENV}, else the bundled one)"
     )
-    p.set_defaults(func=_needs_policy(cmd_suggest))
+    p.set_defaults(func=_needs_policy(cmd_suggest, SERVING_MODULES))
 
     p = command(
         "optimize",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from sass_lsp import app
 from sass_lsp.app.policy import NO_CHECKPOINT, NO_EXTRA, NOT_INSTALLED
 from sass_lsp.ide import reorder
 from sass_lsp.ide.reorder import SuggestionView
-from sass_lsp.policy.checkpoint import POLICY_HINT, missing_policy_modules
+from sass_lsp.policy.checkpoint import POLICY_HINT, SERVING_MODULES, missing_policy_modules
 from sass_lsp.server.state import SassLanguageServer, Snapshot
 
 log = logging.getLogger("sass_lsp.server")
@@ -79,6 +80,7 @@ def suggest(text: str, arch: str, models: tuple[Any, Any], kernel: str | None) -
 
 TOP = 3  # suggestions per kernel
 PRELOAD_AFTER_S = 1.0  # after initialization: an editor opens its first document within this
+PRELOADED = "policy and performance model loaded in the background"
 
 
 Key = tuple[int, str | None]  # (document version, kernel name or None for the largest kernel)
@@ -138,15 +140,17 @@ class SuggestionJobs:
         code action finds them ready; what cannot load is said when suggestions are first asked for. The
         load (torch's import holds the interpreter for a second or more) waits until the first document's
         diagnostics are out."""
-        if self._loading is None and not missing_policy_modules():
+        if self._loading is None and not missing_policy_modules(SERVING_MODULES):
             self._loading = asyncio.ensure_future(self._preload())
 
     async def _preload(self) -> None:
         await asyncio.sleep(PRELOAD_AFTER_S)
         await self.ls.diagnostics_settled()
         async with self._lock:
+            t0 = time.perf_counter()
             with contextlib.suppress(PolicyUnavailable):  # said at the first request for suggestions
                 await self.models()
+                log.info("%s: %.0f ms", PRELOADED, (time.perf_counter() - t0) * 1000)
 
     async def get(
         self, snap: Snapshot, kernel: str | None, timeout: float | None
