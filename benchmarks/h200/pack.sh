@@ -10,7 +10,8 @@ grep -qx '/.whl/' .git/info/exclude || echo '/.whl/' >> .git/info/exclude
 mkdir -p .whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_17_x86_64 -d .whl \
-    attrs cattrs lsprotocol==2025.0.0 pygls farama-notifications gymnasium pyelftools pytest-asyncio pytest-lsp
+    attrs cattrs lsprotocol==2025.0.0 pygls farama-notifications gymnasium pyelftools pytest-asyncio pytest-lsp \
+    threadpoolctl
 cp benchmarks/h200/setup.sh benchmarks/h200/eval.sh benchmarks/h200/rows.sh benchmarks/h200/first_call.sh .whl/
 rm -rf .whl/old
 if [ -n "${OLD:-}" ]; then mkdir -p .whl/old && git archive "$OLD" sass_lsp | tar -x -C .whl/old; fi

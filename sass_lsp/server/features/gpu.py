@@ -64,7 +64,7 @@ def register(ls: SassLanguageServer, shared: Shared) -> None:
         return {"ok": view.verified, "version": snap.version, **view.summary}
 
     @ls.command(gpu_timing.CMD_OPTIMIZE)
-    async def cmd_optimize(uri: str, options: dict | None = None) -> dict:
+    async def cmd_optimize(uri: str, *options: dict) -> dict:
         """``sass-lsp optimize`` for the open document: the policy's candidates, each verified bit for bit
         and timed against the document in the GPU worker for ``optimizeBudgetS`` GPU seconds; the best is
         confirmed on fresh inputs and, only if verified faster, returned as one edit (``choices``) to apply.
@@ -80,7 +80,7 @@ def register(ls: SassLanguageServer, shared: Shared) -> None:
         share = ls.settings.optimizeUniformShare
         optimized = await _optimize(ls, path, original, net, share)
         answer = _optimize_answer(ls, snap, path, optimized.result) | {"uniform_share": share}
-        if answer["ok"] and isinstance(options, dict) and options.get("offer"):
+        if answer["ok"] and options and isinstance(options[0], dict) and options[0].get("offer"):
             await _offer(ls, answer)
         return answer
 
