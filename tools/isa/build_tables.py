@@ -357,6 +357,12 @@ def main() -> None:
     log(f"real samples: {len(real)} distinct ({bad_parse} unparsable)")
 
     label_ops = {(s.ins.opcode, i) for s in real for i, op in enumerate(s.ins.operands) if op.kind == "label"}
+    # An operand that real words print as a label in some forms and as a number in others (UMOV UR4, a
+    # label or 0x2): raw mode prints both as numbers, so there a number is a label only in variants of a
+    # word that held one.
+    imm_ops = {(s.ins.opcode, i) for s in real for i, op in enumerate(s.ins.operands) if op.kind == "imm"}
+    label_only = label_ops - imm_ops
+    label_words = {s.word for s in real if any(op.kind == "label" for op in s.ins.operands)}
 
     # real samples -> features
     by_specific: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
@@ -398,10 +404,11 @@ def main() -> None:
         n_variants = len(sources) * (1 + len(PROBE_BITS))
         log(f"probe round {round_idx + 1}: {len(sources)} words -> {n_variants} variants")
         for src_word, orig_text, orig_pc, variants in probe_words(sources, sm, args.batch, args.cache / arch):
+            src_labels = label_ops if src_word in label_words else label_only
             try:
                 orig_fs = features_for(
                     Sample(parse_instruction(orig_text), orig_text, src_word, orig_pc, {}),
-                    label_ops,
+                    src_labels,
                     raw=True,
                 )
             except (InstructionSyntaxError, FeatureError):
@@ -416,7 +423,7 @@ def main() -> None:
                         hidden_probe[orig_fs.specific_key] |= 1 << bit
                     continue
                 try:
-                    fs = features_for(Sample(parse_instruction(text), text, 0, pc, {}), label_ops, raw=True)
+                    fs = features_for(Sample(parse_instruction(text), text, 0, pc, {}), src_labels, raw=True)
                 except (InstructionSyntaxError, FeatureError):
                     continue
                 if any(is_nan_name(op) for op in parse_instruction(text).operands):
@@ -435,6 +442,8 @@ def main() -> None:
                     (fs.bits + fs.tokens, word)
                 )
                 candidates[fs.specific_key].append(word)
+                if src_word in label_words:
+                    label_words.add(word)
                 n_probe += 1
         sources = []
         for key, words in candidates.items():
