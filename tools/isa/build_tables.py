@@ -49,6 +49,7 @@ TRAINING = ROOT / "tools" / "isa" / "training"
 CACHE = ROOT / ".cache" / "isa"
 DATA = ROOT / "sass_lsp" / "isa" / "data"
 PROBE_BITS = [b for b in range(128) if not 105 <= b <= 121]
+REUSE_BITS = 0xF << 122  # the operand reuse flags (the walk sets them, under a control without yield)
 FLAG_SETS = [["-O3"], ["-O3", "-maxrregcount=32"], ["-O3", "-Xptxas", "-O1"], ["-O3", "-use_fast_math"]]
 # arch -> (nvcc -arch values to compile, nvdisasm -b name)
 ARCHES = {
@@ -362,7 +363,7 @@ def main() -> None:
     # word that held one.
     imm_ops = {(s.ins.opcode, i) for s in real for i, op in enumerate(s.ins.operands) if op.kind == "imm"}
     label_only = label_ops - imm_ops
-    label_words = {s.word for s in real if any(op.kind == "label" for op in s.ins.operands)}
+    label_words = {s.word & ~REUSE_BITS for s in real if any(op.kind == "label" for op in s.ins.operands)}
 
     # real samples -> features
     by_specific: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
@@ -388,8 +389,9 @@ def main() -> None:
         ctx_specific[fs.specific_key].append((s.word, s.context))
         ctx_general[fs.general_key].append((s.word, s.context))
         pool = probe_pool[fs.specific_key]
-        if len(pool) < args.cap and all(p.word != s.word for p in pool):
-            pool.append(s)
+        if len(pool) < args.cap and all(p.word != s.word & ~REUSE_BITS for p in pool):
+            # under the probes' control value (yield set) a word with reuse flags is illegal
+            pool.append(dataclasses.replace(s, word=s.word & ~REUSE_BITS))
 
     # probing, in rounds: round 1 flips bits of real words; later rounds flip bits of variants whose
     # specific form is still short of ``cap`` probed words (forms that only probing revealed).
