@@ -1,6 +1,6 @@
 // Training kernels: operand-kind combinations that the other kernels leave out (a uniform FLO source, a
 // warp-collective branch over the whole warp, half2 -> fp8 packing, half/bf16 FMA with an immediate pair,
-// funnel shifts and 64-bit carries with an immediate operand).
+// funnel shifts and 64-bit carries with an immediate operand, half2/bf16x2 min/max with an immediate pair).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -72,4 +72,12 @@ extern "C" __global__ void grid_phases(float* data, int n, int phases) {
     if (data[p] > 0.f) grid.sync();
     else __syncthreads();
   }
+}
+extern "C" __global__ void half_clamp(__half2* o, const __half2* a, __nv_bfloat162* bo, const __nv_bfloat162* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  o[i] = __hmin2(__hmax2(a[i], __floats2half2_rn(-2.f, 1e-3f)), __floats2half2_rn(__int_as_float(0x7f800000), 448.f));
+#if __CUDA_ARCH__ >= 800
+  bo[i] = __hmin2(__hmax2(b[i], __floats2bfloat162_rn(-8.f, 0.5f)), __floats2bfloat162_rn(3.0e38f, 96.f));
+#endif
 }
