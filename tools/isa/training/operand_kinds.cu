@@ -1,6 +1,7 @@
 // Training kernels: operand-kind combinations that the other kernels leave out (a uniform FLO source, a
 // warp-collective branch over the whole warp, half2 -> fp8 packing, half/bf16 FMA with an immediate pair,
-// funnel shifts and 64-bit carries with an immediate operand, half2/bf16x2 min/max with an immediate pair).
+// funnel shifts and 64-bit carries with an immediate operand, half2/bf16x2 min/max with an immediate pair,
+// uniform float arithmetic and 64-bit min/max against a uniform operand).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -80,4 +81,12 @@ extern "C" __global__ void half_clamp(__half2* o, const __half2* a, __nv_bfloat1
 #if __CUDA_ARCH__ >= 800
   bo[i] = __hmin2(__hmax2(b[i], __floats2bfloat162_rn(-8.f, 0.5f)), __floats2bfloat162_rn(3.0e38f, 96.f));
 #endif
+}
+extern "C" __global__ void uniform_float(float* o, const float* a, unsigned long long* q, int w, int h, float scale,
+                                         unsigned long long lim) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = (blockIdx.y + 0.5f) / h, u = (blockIdx.z - 0.25f) * scale;
+  if (x < w) o[blockIdx.y * w + x] = a[x] * v + u;
+  unsigned long long e = q[x];
+  q[x] = umin(e, lim) + umax(e, lim >> 3) + (unsigned long long)max((long long)e, (long long)lim);
 }
