@@ -90,3 +90,12 @@ extern "C" __global__ void uniform_float(float* o, const float* a, unsigned long
   unsigned long long e = q[x];
   q[x] = umin(e, lim) + umax(e, lim >> 3) + (unsigned long long)max((long long)e, (long long)lim);
 }
+// non-inlined callees: a uniform argument arrives in a uniform register (FFMA R R UR R, FFMA R R R -UR)
+__device__ __noinline__ float blend(float x, float w, float k) { return fmaf(x, k, w) * fmaf(w, x, -k) + k; }
+__device__ __noinline__ float ramp(float x, float lo) { return fmaxf(x - lo, 0.f) * lo + x; }
+extern "C" __global__ void call_constants(float* o, const float* a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float x = a[i];
+  o[i] = blend(x, 2.5f, 0.125f) + ramp(x, -1.5f) + blend(a[i + n], x, 7.f);
+}
