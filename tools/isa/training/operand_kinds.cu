@@ -99,3 +99,13 @@ extern "C" __global__ void call_constants(float* o, const float* a, int n) {
   float x = a[i];
   o[i] = blend(x, 2.5f, 0.125f) + ramp(x, -1.5f) + blend(a[i + n], x, 7.f);
 }
+// bf16x2 FMA with one immediate for both halves and a swizzled register (HFMA2.BF16_V2 R R R.H0_H0 F F)
+extern "C" __global__ void bf16_pairs(__nv_bfloat162* bo, const __nv_bfloat162* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+#if __CUDA_ARCH__ >= 800
+  __nv_bfloat162 p = b[i], q = b[i + n];
+  bo[i] = __hfma2(p, __low2bfloat162(q), __float2bfloat162_rn(-0.625f));
+  bo[i + n] = __hfma2(__high2bfloat162(p), q, __float2bfloat162_rn(1.0e30f)) + __float2bfloat162_rn(12.f);
+#endif
+}
