@@ -145,3 +145,31 @@ WALKED_TEXTS = [
 def test_walked_fields_read_back() -> None:
     assert Encoder.for_arch("sm_90").provenance["field_walk"]["tokens_added"]["general"] > 0
     assert _read_back("sm_90", WALKED_TEXTS) == WALKED_TEXTS
+
+
+# Forms that bit-flip probing alone got wrong: float immediates whose low mantissa bits were taken for
+# invisible (a probed NaN literal prints the same whatever its payload), carry-out predicates that print
+# alike in two encodings (IADD3 P1 with PT, or PT with P1); and opcodes or operand kinds known only since
+# the training kernels have them (tools/isa/training/texture.cu, operand_kinds.cu).
+PROBED_TEXTS = [
+    "FSEL R4, R5, 1.0000001192092895508, P2",
+    "FSEL R4, R5, -3.4332279028603807092e-05, !P1",
+    "HFMA2 R4, R5.H1_H1, R6.H0_H0, 0.0999755859375, -3",
+    "IADD3 R4, P2, R6, -0x81, RZ",
+    "TEX.LL RZ, R4, R4, R8, UR4, 0x0, 1D, 0x3",
+    "TEX.LL RZ, R4, R4, R8, UR6, 0x0, ARRAY_CUBE, 0x3",
+    "TLD4.G RZ, R8, R4, UR6, 0x0, 2D, 0x3",
+    "TLD.LZ RZ, R8, R4, UR6, 0x0, 2D, 0x1",
+    "TXD RZ, R8, R4, R12, UR6, 0x0, 1D, 0x1",
+    "TXQ RZ, R8, R8, TEX_HEADER_DIMENSION, UR6, 0x0, 0x8",
+    "SULD.D.BA.3D.STRONG.SM.IGN R4, [R6], UR5, 0x0",
+    "SUST.D.BA.2D.64.STRONG.SM.TRAP [R6], R4, UR5, 0x0",
+    "FLO.U32.SH R3, UR7",
+    "F2FP.SATFINITE.E5M2.F16.UNPACK_B_MERGE_C R4, R6, RZ",
+    "SHF.R.W.U32.HI R4, R7, R2, 0x80000001",
+]
+
+
+@needs_nvdisasm
+def test_probed_and_trained_forms_read_back() -> None:
+    assert _read_back("sm_90", PROBED_TEXTS) == PROBED_TEXTS

@@ -21,8 +21,11 @@ import argparse
 import collections
 import dataclasses
 import datetime
+import functools
 import gzip
+import hashlib
 import json
+import operator
 import re
 import subprocess
 import sys
@@ -36,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from sass_lsp.isa.context import ContextRule  # noqa: E402
 from sass_lsp.isa.control import CONTROL_MASK  # noqa: E402
-from sass_lsp.isa.features import FeatureError, instruction_features, is_nan_name  # noqa: E402
+from sass_lsp.isa.features import BIAS, FeatureError, instruction_features, is_nan_name  # noqa: E402
 from sass_lsp.isa.gf2 import FormModel, learn  # noqa: E402
 from sass_lsp.isa.listing import listing_contexts, parse_listing  # noqa: E402
 from sass_lsp.isa.syntax import Instruction, InstructionSyntaxError, parse_instruction  # noqa: E402
@@ -46,6 +49,7 @@ TRAINING = ROOT / "tools" / "isa" / "training"
 CACHE = ROOT / ".cache" / "isa"
 DATA = ROOT / "sass_lsp" / "isa" / "data"
 PROBE_BITS = [b for b in range(128) if not 105 <= b <= 121]
+REUSE_BITS = 0xF << 122  # the operand reuse flags (the walk sets them, under a control without yield)
 FLAG_SETS = [["-O3"], ["-O3", "-maxrregcount=32"], ["-O3", "-Xptxas", "-O1"], ["-O3", "-use_fast_math"]]
 # arch -> (nvcc -arch values to compile, nvdisasm -b name)
 ARCHES = {
@@ -129,7 +133,26 @@ def nvdisasm_raw(words: list[int], sm: str) -> dict[int, str]:
     return {ins.pc: ins.text for ins in listing.instructions if ins.pc // 16 not in illegal}
 
 
-def probe_words(sources: list[int], sm: str, batch: int):
+def _disasm_cached(chunk: list[int], sm: str, cache: Path | None) -> dict[int, str]:
+    """nvdisasm_raw, kept in ``cache`` by the batch's words (a rebuild that changes only the model stage
+    reprobes nothing)."""
+    if cache is None:
+        return nvdisasm_raw(chunk, sm)
+    digest = hashlib.sha256(b"".join(w.to_bytes(16, "little") for w in chunk) + sm.encode()).hexdigest()
+    path = cache / "probe" / f"{digest[:32]}.json.gz"
+    if path.is_file():
+        with gzip.open(path, "rt") as fh:
+            return {int(k): v for k, v in json.load(fh).items()}
+    texts = nvdisasm_raw(chunk, sm)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with gzip.open(tmp, "wt") as fh:
+        json.dump(texts, fh)
+    tmp.replace(path)
+    return texts
+
+
+def probe_words(sources: list[int], sm: str, batch: int, cache: Path | None = None):
     """Yield (source word, its raw text, its pc, [(bit, variant text, variant pc)]) per source word."""
     per = 1 + len(PROBE_BITS)
     words: list[int] = []
@@ -142,7 +165,7 @@ def probe_words(sources: list[int], sm: str, batch: int):
 
     def run_batch(item: tuple[int, list[int]]) -> dict[int, tuple[str, int]]:
         start, chunk = item
-        return {start + pc // 16: (t, pc) for pc, t in nvdisasm_raw(chunk, sm).items()}
+        return {start + pc // 16: (t, pc) for pc, t in _disasm_cached(chunk, sm, cache).items()}
 
     texts: dict[int, tuple[str, int]] = {}  # global word index -> (text, pc within its batch)
     with ThreadPoolExecutor(2) as pool:
@@ -241,6 +264,13 @@ class Sample:
     context: dict[str, int] = dataclasses.field(default_factory=dict)  # candidate rule name -> value
 
 
+def _has_nan(text: str) -> bool:
+    try:
+        return any(is_nan_name(op) for op in parse_instruction(text).operands)
+    except InstructionSyntaxError:
+        return False
+
+
 def features_for(sample: Sample, label_ops: set[tuple[str, int]], raw: bool):
     ins = sample.ins
     labels = dict(sample.labels)
@@ -328,12 +358,22 @@ def main() -> None:
     log(f"real samples: {len(real)} distinct ({bad_parse} unparsable)")
 
     label_ops = {(s.ins.opcode, i) for s in real for i, op in enumerate(s.ins.operands) if op.kind == "label"}
+    # An operand that real words print as a label in some forms and as a number in others (UMOV UR4, a
+    # label or 0x2): raw mode prints both as numbers, so there a number is a label only in variants of a
+    # word that held one.
+    imm_ops = {(s.ins.opcode, i) for s in real for i, op in enumerate(s.ins.operands) if op.kind == "imm"}
+    label_only = label_ops - imm_ops
+    label_words = {s.word & ~REUSE_BITS for s in real if any(op.kind == "label" for op in s.ins.operands)}
 
     # real samples -> features
     by_specific: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
     by_general: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
     probe_specific: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
     probe_general: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
+    probe_specific_x: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(
+        list
+    )  # other forms'
+    probe_general_x: dict[str, list[tuple[tuple[str, ...], int]]] = collections.defaultdict(list)
     probe_pool: dict[str, list[Sample]] = collections.defaultdict(list)
     ctx_specific: dict[str, list[tuple[int, dict[str, int]]]] = collections.defaultdict(list)
     ctx_general: dict[str, list[tuple[int, dict[str, int]]]] = collections.defaultdict(list)
@@ -349,8 +389,9 @@ def main() -> None:
         ctx_specific[fs.specific_key].append((s.word, s.context))
         ctx_general[fs.general_key].append((s.word, s.context))
         pool = probe_pool[fs.specific_key]
-        if len(pool) < args.cap and all(p.word != s.word for p in pool):
-            pool.append(s)
+        if len(pool) < args.cap and all(p.word != s.word & ~REUSE_BITS for p in pool):
+            # under the probes' control value (yield set) a word with reuse flags is illegal
+            pool.append(dataclasses.replace(s, word=s.word & ~REUSE_BITS))
 
     # probing, in rounds: round 1 flips bits of real words; later rounds flip bits of variants whose
     # specific form is still short of ``cap`` probed words (forms that only probing revealed).
@@ -364,33 +405,47 @@ def main() -> None:
         candidates: dict[str, list[int]] = collections.defaultdict(list)
         n_variants = len(sources) * (1 + len(PROBE_BITS))
         log(f"probe round {round_idx + 1}: {len(sources)} words -> {n_variants} variants")
-        for src_word, orig_text, orig_pc, variants in probe_words(sources, sm, args.batch):
-            orig_fs = None
+        for src_word, orig_text, orig_pc, variants in probe_words(sources, sm, args.batch, args.cache / arch):
+            src_labels = label_ops if src_word in label_words else label_only
+            try:
+                orig_fs = features_for(
+                    Sample(parse_instruction(orig_text), orig_text, src_word, orig_pc, {}),
+                    src_labels,
+                    raw=True,
+                )
+            except (InstructionSyntaxError, FeatureError):
+                orig_fs = None
+            # a NaN literal hides its payload, so an unchanged text says nothing about the bit's visibility
+            orig_nan = _has_nan(orig_text)
             for bit, text, pc in variants:
                 if text == orig_text:
                     if orig_fs is None:
-                        try:
-                            orig_fs = features_for(
-                                Sample(parse_instruction(orig_text), orig_text, src_word, orig_pc, {}),
-                                label_ops,
-                                raw=True,
-                            )
-                        except (InstructionSyntaxError, FeatureError):
-                            break
-                    hidden_probe[orig_fs.specific_key] |= 1 << bit
+                        break
+                    if not orig_nan:
+                        hidden_probe[orig_fs.specific_key] |= 1 << bit
                     continue
                 try:
-                    fs = features_for(Sample(parse_instruction(text), text, 0, pc, {}), label_ops, raw=True)
+                    fs = features_for(Sample(parse_instruction(text), text, 0, pc, {}), src_labels, raw=True)
                 except (InstructionSyntaxError, FeatureError):
                     continue
                 if any(is_nan_name(op) for op in parse_instruction(text).operands):
                     continue  # a NaN's payload is not in the text: such variants contradict each other
                 word = src_word ^ (1 << bit)
-                probe_specific[fs.specific_key].append(
+                # Variants of a word of the same form come first: on columns where texts are ambiguous (two
+                # encodings print alike) the model keeps the earliest rows, and a word of another form
+                # flipped into this one may be in the encoding ptxas does not write (IADD3's carry-out
+                # predicates: P1 with PT, or PT with P1, print alike)
+                same = orig_fs is not None and orig_fs.specific_key == fs.specific_key
+                (probe_specific if same else probe_specific_x)[fs.specific_key].append(
                     (fs.bits + tuple(t for t in fs.tokens if t not in fs.mod_tokens), word)
                 )
-                probe_general[fs.general_key].append((fs.bits + fs.tokens, word))
+                same = orig_fs is not None and orig_fs.general_key == fs.general_key
+                (probe_general if same else probe_general_x)[fs.general_key].append(
+                    (fs.bits + fs.tokens, word)
+                )
                 candidates[fs.specific_key].append(word)
+                if src_word in label_words:
+                    label_words.add(word)
                 n_probe += 1
         sources = []
         for key, words in candidates.items():
@@ -424,9 +479,9 @@ def main() -> None:
     # probed word, so they get the per-bit-position majority of what ptxas chose in forms it did emit.
     hidden_votes = [[0, 0] for _ in range(128)]
     models: dict[str, FormModel] = {}
-    for key in sorted(set(by_specific) | set(probe_specific)):
+    for key in sorted(set(by_specific) | set(probe_specific) | set(probe_specific_x)):
         hp = hidden_probe.get(key, 0)
-        m = learn(by_specific.get(key, []), probe_specific.get(key, []), hp)
+        m = learn(by_specific.get(key, []), probe_specific.get(key, []) + probe_specific_x.get(key, []), hp)
         models[key] = m
         real_words = [w for _, w in by_specific.get(key, [])]
         for b in range(128):
@@ -439,6 +494,11 @@ def main() -> None:
         siblings[sibling_key(key)].append(key)
     for key, m in models.items():
         hp = hidden_probe.get(key, 0)
+        if not hp and not m.n_real:
+            # a form found in the last probing round was never probed itself: its constant columns are the
+            # probed word's, so take the invisible bits of its operand kinds (other modifiers) there
+            varied = functools.reduce(operator.or_, (w for f, w in m.weights.items() if f != BIAS), 0)
+            hp = general_hp.get(key.split("|", 1)[0], 0) & ~varied
         if hp and not m.n_real:
             # prefer what ptxas chose for the same opcode + operand kinds with other modifiers
             real_general = [w for _, w in by_general.get(key.split("|", 1)[0], [])]
@@ -464,8 +524,9 @@ def main() -> None:
             j["cx"] = {"desc": spec_at[key]}
         specific[key] = j
     global_votes: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
-    for key in sorted(set(by_general) | set(probe_general)):
-        m = learn(by_general.get(key, []), probe_general.get(key, []), general_hp.get(key, 0))
+    for key in sorted(set(by_general) | set(probe_general) | set(probe_general_x)):
+        probes = probe_general.get(key, []) + probe_general_x.get(key, [])
+        m = learn(by_general.get(key, []), probes, general_hp.get(key, 0))
         general[key] = model_to_json(m)
         if key in gen_at:
             general[key]["cx"] = {"desc": gen_at[key]}

@@ -261,7 +261,14 @@ def walk(arch: str, path: Path) -> dict[str, int]:
 
 def _learn(j: dict, token: str, gone: list[str], delta: int) -> bool:
     """Add ``token`` to a model's JSON with weight ``delta`` XOR the weights of the tokens it replaced;
-    False when the model knows it already or does not know a replaced token."""
+    False when the model knows it already or does not know a replaced token. A reuse flag is the one
+    exception: nvdisasm showed it alone, so it replaces a learned weight that differs (a few real words
+    whose operands were always reused together leave the flags' split between the tokens undetermined)."""
+    if token.startswith("reuse.") and not gone and token in j["k"] and not delta & ~(0xF << 122):
+        if int(j["w"].get(token, "0"), 16) == delta:
+            return False
+        j["w"][token] = f"{delta:x}"
+        return True
     if token in j["k"] or any(g not in j["k"] for g in gone):
         return False
     model = _model(j)
