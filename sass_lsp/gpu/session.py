@@ -30,7 +30,7 @@ from sass_lsp.gpu.data import (
     dtype_of,
 )
 from sass_lsp.gpu.device import Device, DeviceError, Geometry
-from sass_lsp.gpu.dtypes import from_float32, lookup_dtype
+from sass_lsp.gpu.dtypes import from_float32, lookup_dtype, to_float32
 from sass_lsp.gpu.spec import BufferParam, LaunchSpec, NullParam, SpecError, param_size
 
 ProgressFn = Callable[[str, int, int], None]
@@ -600,14 +600,14 @@ class Session:
                 for idx, param in spec.buffers:
                     if param.role in ("out", "inout"):
                         raw = outs[idx]
-                        values = raw.astype(np.float64) if dtype_of(param).native else None
+                        values = to_float32(dtype_of(param), raw)  # bf16 and fp8 decoded
                         buffers.append(
                             {
                                 "param_idx": idx,
                                 "name": param.name,
                                 "n_elems": param.n_elems,
                                 "unwritten": count_poison(param, raw),
-                                "finite": int(np.isfinite(values).sum()) if values is not None else None,
+                                "finite": int(np.isfinite(values).sum()),
                             }
                         )
                 result["outputs"] = buffers
