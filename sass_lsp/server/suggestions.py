@@ -1,6 +1,6 @@
 """Reorder suggestions off the request path: one job per (uri, version, kernel), run in a worker thread (the
-policy and the performance model are torch inference), cached until the document changes. Both models (and
-torch) load in a background thread once the server is initialized (:meth:`SuggestionJobs.preload`), so the
+policy's and the performance model's numpy forward passes), cached until the document changes. Both models
+load in a background thread once the server is initialized (:meth:`SuggestionJobs.preload`), so the
 first code action does not wait for them; the server answers everything else meanwhile.
 """
 
@@ -26,7 +26,8 @@ log = logging.getLogger("sass_lsp.server")
 
 
 class PolicyUnavailable(Exception):
-    """The policy cannot be used (no torch, no checkpoint, a bad one); ``str()`` says why and what to do."""
+    """The policy cannot be used (the extra missing, no checkpoint, a bad one); ``str()`` says why and what to
+    do."""
 
 
 def policy_message(exc: app.PolicyUnavailable) -> str:
@@ -138,8 +139,8 @@ class SuggestionJobs:
     def preload(self) -> None:
         """Start loading the models in the background (where the extra is installed), so that the first
         code action finds them ready; what cannot load is said when suggestions are first asked for. The
-        load (torch's import holds the interpreter for a second or more) waits until the first document's
-        diagnostics are out."""
+        load (the game's imports and the first forward pass: a few hundred ms of the interpreter) waits
+        until the first document's diagnostics are out."""
         if self._loading is None and not missing_policy_modules(SERVING_MODULES):
             self._loading = asyncio.ensure_future(self._preload())
 
