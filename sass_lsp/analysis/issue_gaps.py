@@ -89,7 +89,7 @@ def _uniform_roles(sf: ShapeFacts, late_pipes: tuple[str, ...]) -> int:
     return (1 if writes else 0) | (2 if late else 0)
 
 
-def _late_reader_pipes(sem: Semantics) -> tuple[str, ...]:
+def late_reader_pipes(sem: Semantics) -> tuple[str, ...]:
     """The uniform pipes whose instructions read their sources after issue: all but the table's
     ``early_readers`` (pipes ptxas lets a write follow a read of theirs by one cycle)."""
     early = (sem.params.get("uniform_war_cycles") or {}).get("early_readers", ())
@@ -101,7 +101,7 @@ def _early_uniform_writes(p: Program, starts: set[int], sem: Semantics) -> list[
     out: list[tuple[int, Finding]] = []
     facts, cts = p.facts, p.cts
     shapes = p.shapes
-    late_pipes = _late_reader_pipes(sem)
+    late_pipes = late_reader_pipes(sem)
     roles = {sf: r for sf in p.shape_set if (r := _uniform_roles(sf, late_pipes))}
     if not any(r & 2 for r in roles.values()):
         return out

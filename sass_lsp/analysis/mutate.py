@@ -13,6 +13,7 @@ import random
 import re
 from collections.abc import Iterator
 
+from sass_lsp.analysis.issue_gaps import late_reader_pipes
 from sass_lsp.analysis.program import Kernel, build_kernel, decode_ctrl, encode_ctrl
 from sass_lsp.isa.semantics import UNIT_BASE, Semantics
 from sass_lsp.model import Instruction, SectionBlock
@@ -40,6 +41,7 @@ def mutations(
     items = list(sec.items)
     k = _kernel(sec, items, sem)
     by_line = {it.line: i for i, it in enumerate(items) if isinstance(it, Instruction)}
+    late_pipes = late_reader_pipes(sem)  # a UMOV read is over at issue: no SASS017 to provoke after it
     found = collections.defaultdict(list)
     for b in k.blocks:
         pend_w: dict[int, list] = collections.defaultdict(list)  # sb -> [(node, units)]
@@ -109,7 +111,7 @@ def mutations(
             ):
                 found["early_wait"].append((p, nxt))
             uniform_reads = {u for u in p.eff.use_units if u >= UNIT_BASE["UR"]}
-            if p.eff.pipe in ("uniform", "umov") and not p.eff.variable and uniform_reads & nxt.eff.def_units:
+            if p.eff.pipe in late_pipes and not p.eff.variable and uniform_reads & nxt.eff.def_units:
                 found["early_uniform_write"].append((p, nxt))
         for i in range(b.start, b.end):
             nd = k.nodes[i]
