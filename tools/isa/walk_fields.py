@@ -48,6 +48,7 @@ from sass_lsp.isa.syntax import InstructionSyntaxError, parse_instruction  # noq
 # stall 1, no yield flag, no scoreboards, no waits: nvdisasm prints .reuse only without the yield flag
 WALK_CONTROL = 0x7F1 << 105
 REUSE_BITS = (122, 123, 124, 125)
+_REUSE_FLAGS = {1 << b for b in REUSE_BITS}
 MAX_FIELD_BITS = 8
 _OPERAND_TOKEN = re.compile(r"^(o\d+)[.=]")  # o2.H1_H1, o1=SR_TID.X, o3.p0.64 (not o1:neg)
 _VALUE_BIT = re.compile(r"^o\d+\.(?:[rbk][0-7]|i\d+|off\d+|p\d+\.[0-7])$")
@@ -225,6 +226,7 @@ def walk(arch: str, path: Path) -> dict[str, int]:
     by_general: dict[str, list[str]] = collections.defaultdict(list)
     for sk in table["specific"]:
         by_general[sk.split("|", 1)[0]].append(sk)
+    unprinted: dict[str, int] = collections.defaultdict(int)  # general form -> reuse bits nvdisasm ignores
     for n, (i, variant) in enumerate(jobs):
         text = texts.get(16 * n)
         fs = raw_features(text) if text else None
@@ -233,9 +235,11 @@ def walk(arch: str, path: Path) -> dict[str, int]:
             continue
         new = [t for t in fs.tokens if t not in bfs.tokens]
         gone = [t for t in bfs.tokens if t not in fs.tokens]
+        delta = variant ^ base.word
+        if not new and not gone and delta in _REUSE_FLAGS:
+            unprinted[base.general] |= delta
         if len(new) != 1:
             continue
-        delta = variant ^ base.word
         if _learn(table["general"][base.general], new[0], gone, delta):
             added["general"] += 1
             added[new[0].split("=", 1)[0].split(".", 1)[0] if new[0][0] == "o" else new[0].split(":")[0]] += 1
@@ -245,6 +249,19 @@ def walk(arch: str, path: Path) -> dict[str, int]:
         for sk in by_general[base.general] if base.main else [base.specific]:
             if _learn(table["specific"][sk], new[0], gone, delta):
                 added["specific"] += 1
+    # A reuse bit that prints nothing (texture instructions on sm_8x) is not in the text: where ptxas set it
+    # (real words varied) or only the probed words' junk decided it, it is a hidden bit, set to 0
+    for gk, bits in unprinted.items():
+        for j in [table["general"][gk]] + [table["specific"][sk] for sk in by_general[gk]]:
+            hm = int(j.get("hm", "0"), 16)
+            used = 0  # flags this model's reuse tokens own (its exact modifiers make the operand a register)
+            for t, w in j["w"].items():
+                used |= int(w, 16) if t.startswith("reuse.") else 0
+            new_bits = bits & ~hm & ~used
+            if new_bits:
+                j["hm"] = f"{hm | new_bits:x}"
+                j["hv"] = f"{int(j.get('hv', '0'), 16) & ~new_bits:x}"
+                added["unprinted_reuse"] += 1
     table["provenance"]["field_walk"] = {
         "script": "tools/isa/walk_fields.py",
         "forms_walked": len(base_fs),
