@@ -66,7 +66,7 @@ GLOBAL_FEATURE = re.compile(r"^(g:not|g:U|g\.r\d|reuse\.\d)$")
 CONTEXT_LOAD = re.compile(r"^(U\w*(?:\.\w+)*) UR\d+, (c\[0x0\]\[0x[0-9a-f]+\])$")
 CONTEXT_WIDTH = 6  # a uniform register index (URZ = 63)
 CONTEXT_MIN_SAMPLES = 2  # real samples of one form that must agree on a field's place
-CONTEXT_MIN_FORMS = 5  # forms a rule must explain to be kept (fewer: a coincidence)
+CONTEXT_MIN_FORMS = 10  # forms a rule must explain to be kept (sm_8x: 40-odd; sm_75 had a 7-form coincidence)
 _BAD_ADDR = re.compile(r"at address 0x([0-9a-fA-F]+)")
 
 
