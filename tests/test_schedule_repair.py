@@ -224,9 +224,8 @@ def test_memory_order() -> None:
     for _name, k in kernels():
         for b in k.blocks:
             deps = block_deps(k, b.idx, SEM)
-            mem = [
-                i for i in range(b.start, b.end) if k.nodes[i].eff.opcode in space and not k.nodes[i].eff.never
-            ]
+            effs = [nd.eff for nd in k.nodes]
+            mem = [i for i in range(b.start, b.end) if effs[i].opcode in space and not effs[i].never]
             for i in mem:
                 for j in (j for j in mem if j > i):
                     ops = k.nodes[i].eff.opcode, k.nodes[j].eff.opcode
