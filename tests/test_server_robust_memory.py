@@ -65,8 +65,8 @@ async def _failed_policy_tracebacks(n_versions: int) -> list[int]:
     for version in range(2, 2 + n_versions):
         server.docs[URI] = server.docs[URI].apply((0, 0), (0, 0), " ", version)
         snap = server.snapshot(URI)
-        assert await jobs.get(snap, None, timeout=None) == []  # no policy: no suggestions, said once
-        (failure,) = jobs._nets.values()
+        assert await jobs.get(snap, None, timeout=None) is None  # no policy: no suggestions, said once
+        (failure,) = jobs._models.values()
         tb, depth = failure.__traceback__, 0
         while tb is not None:
             tb, depth = tb.tb_next, depth + 1
