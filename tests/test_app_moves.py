@@ -67,7 +67,7 @@ def test_the_performance_model_as_the_games_reward():
     text = (TRITON_CORPUS / "mm_f16_64x64x32.cuasm").read_text()
     game = perf_game_from_text(text, "sm_90", max_steps=4)
     game.reset()
-    predictor = Predictor.of_kernel(game.k0, load_model())
+    predictor = Predictor(game.k0, load_model())
     assert game.cost_original == pytest.approx(1 / predictor.predict_orders([{}])[0].speedup)
     before = game.cost
     _obs, reward, *_ = game.step(0)

@@ -239,6 +239,28 @@ def test_neighbour_drives_annealing() -> None:
     assert max(t.result.speedup or 0 for t in log.trials) > 1.0
 
 
+def test_flag_variants_prewarm_the_verification_of_every_flag_move() -> None:
+    """Each single yield or reuse move's instruction line is in one of the variants, and once they are
+    assembled a candidate made by such a move needs no nvdisasm run (its words are recorded)."""
+    from sass_lsp.app.optimize import prewarm_verification
+    from sass_lsp.cuasm.verified import VERIFIED
+
+    text = original("triton_matmul")
+    variants = cm.flag_variants(text)
+    lines = [set(v.splitlines()) for v in variants]
+    moves = cm.control_moves(text, kinds=("yield_on", "yield_off", "reuse_clear", "reuse_set"))
+    assert moves and len(variants) < len(moves)
+    for m in moves:
+        moved = cm.apply(text, m).splitlines()[m.line - 1]
+        assert any(moved in ls for ls in lines), m
+    prewarm_verification(variants)
+    for m in random.Random(1).sample(moves, 5):
+        candidate = cm.apply(text, m)
+        module, _ = parse_cuasm(candidate)
+        keys = VERIFIED.keys(module, assemble_cuasm(candidate, verify=False), "sm_90")
+        assert keys is not None and VERIFIED.known(keys), m
+
+
 def _ctrls(text: str) -> list[str]:
     module, _ = parse_cuasm(text)
     return [it.ctrl for sec in module.sections for it in sec.items if isinstance(it, Instruction)]

@@ -110,7 +110,7 @@ def test_packaged_model_ranks_texts_of_a_measured_kernel() -> None:
 
     camp = ds.load(ds.DATA_DIR / "reorder_run18_h200.npz")
     rows = [int(i) for i in np.flatnonzero(camp.reachable)[:4]]
-    p = Predictor(camp.originals[0], "sm_90", camp.functions[0])
+    p = Predictor.of_text(camp.originals[0], "sm_90", camp.functions[0])
     other = camp.originals[0].replace("FFMA", "FMUL", 1)
     got = p.predict([camp.text(i) for i in rows] + [camp.originals[0], other])
     assert got[-1] is None

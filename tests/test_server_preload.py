@@ -52,3 +52,21 @@ def test_models_load_in_the_background_after_the_first_diagnostics(tmp_path: Pat
         assert not loaded(client.proc.pid, "libtorch")
     finally:
         client.shutdown()
+
+
+def test_the_gpu_search_loads_the_torch_network_once_per_checkpoint_version(tmp_path: Path) -> None:
+    """"Optimize schedule" asks for the torch network each time: the second ask is the same object, and a
+    replaced checkpoint is read again."""
+    import shutil
+
+    pytest.importorskip("torch")
+    from sass_lsp.policy.checkpoint import bundled_policy
+    from sass_lsp.server.suggestions import load_net
+
+    path = tmp_path / "policy"
+    shutil.copytree(bundled_policy(), path)
+    first = load_net(path, torch_net=True)
+    assert load_net(path, torch_net=True) is first
+    time.sleep(0.01)
+    (path / "extra.txt").write_text("a new file changes the folder's time")
+    assert load_net(path, torch_net=True) is not first

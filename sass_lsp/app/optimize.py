@@ -109,12 +109,26 @@ def control_search(original: Original, seed: int) -> Callable[[tuple[str, float]
         propose = control_moves.neighbour(original.text, original.arch, source=source)
 
         def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
+            prewarm_verification(control_moves.flag_variants(start[0] if start else original.text))
             rng = random.Random(seed)
             return annealing(propose, original.text, measure, budget, rng, on_trial=on_trial, start=start)
 
         return search
 
     return walk_from
+
+
+def prewarm_verification(texts: list[str]) -> None:
+    """Assemble ``texts`` once so that nvdisasm's verification of their instruction words is recorded
+    (:mod:`sass_lsp.cuasm.verified`) and later candidates made of those words skip it."""
+    import contextlib
+
+    from sass_lsp.cuasm import AssembleError, assemble_cuasm
+
+    for text in texts:
+        # a word nvdisasm reads otherwise is caught again when a candidate uses it
+        with contextlib.suppress(AssembleError):
+            assemble_cuasm(text, source_name="<verification prewarm>")
 
 
 def reorder_search(original: Original, choice: SearchChoice, net: Any) -> Search:

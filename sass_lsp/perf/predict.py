@@ -1,7 +1,7 @@
 """Predicted speedups of candidate schedules of one kernel, with a 90% interval: what ``suggest``, the editor
 and the searches call to rank candidates by the learned model.
 
-    p = Predictor(original_text, "sm_90")           # parses the original once (tens of ms)
+    p = Predictor.of_text(original_text, "sm_90")   # parses the original once (tens of ms)
     p.predict([candidate_text, ...])                # -> [Prediction or None], about a millisecond each
 
 A candidate that is no reordering of the original's blocks gets None. Numpy only: the checkpoint's
@@ -11,7 +11,6 @@ which trains it with torch), so an editor ranks without importing torch."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -67,7 +66,7 @@ class ServedModel:
             for i, (wt, b) in enumerate(layers):
                 h = h @ wt + b
                 if i < 2:
-                    h = _gelu(h)
+                    h = gelu(h)
             mus.append(h[:, 0])
             variances.append(np.exp(2 * np.clip(h[:, 1], -12.0, 2.0)))
         mu = np.stack(mus)
@@ -81,11 +80,22 @@ class ServedModel:
         return np.exp(mu), np.exp(mu - Z90 * sd), np.exp(mu + Z90 * sd)
 
 
+_SQRT1_2 = np.float32(1 / np.sqrt(2))
 Z90 = 1.6448536269514722  # a central 90% interval of a Gaussian is mean +- Z90 * sd
 
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0)))
+def gelu(x: np.ndarray) -> np.ndarray:
+    """torch's exact GELU, x * Φ(x), with erf to float32 precision, in ``x``'s dtype (both served networks
+    use it)."""
+    return x * np.float32(0.5) * (np.float32(1) + erf(x * _SQRT1_2))
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """erf (numpy has none), in ``x``'s dtype: Abramowitz & Stegun 7.1.26 in float64, |error| < 1.5e-7."""
+    z = np.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return (np.sign(x) * (1.0 - poly * np.exp(-z * z))).astype(x.dtype)
 
 
 @lru_cache(maxsize=2)
@@ -98,20 +108,18 @@ class Predictor:
     """Predictions for schedules of one original kernel: from candidate texts (:meth:`predict`) or, where
     the caller holds them already (a game's states), from node orders per block (:meth:`predict_orders`)."""
 
-    def __init__(self, original: str, arch: str, kernel: str | None = None, model: Any = None):
-        from sass_lsp.schedule.canonical import OriginalOrders
-
-        self.orders = OriginalOrders(original, arch, kernel)
-        self.k = self.orders.k
-        self.facts = pf.KernelFacts.of(self.k)
-        self.model = model
+    def __init__(self, k: Kernel, model: Any = None, orders: Any = None):
+        """A predictor of schedules of ``k`` given as orders; ``orders`` (an
+        :class:`~sass_lsp.schedule.canonical.OriginalOrders`) also reads them from texts (:meth:`predict`)."""
+        self.orders, self.k, self.facts, self.model = orders, k, pf.KernelFacts.of(k), model
 
     @classmethod
-    def of_kernel(cls, k: Kernel, model: Any = None) -> Predictor:
-        """A predictor of schedules of ``k`` given as orders only (no text parsed: :meth:`predict` is off)."""
-        self = cls.__new__(cls)
-        self.orders, self.k, self.facts, self.model = None, k, pf.KernelFacts.of(k), model
-        return self
+    def of_text(cls, original: str, arch: str, kernel: str | None = None, model: Any = None) -> Predictor:
+        """A predictor of schedules of ``original``'s kernel (parses it once, tens of ms)."""
+        from sass_lsp.schedule.canonical import OriginalOrders
+
+        orders = OriginalOrders(original, arch, kernel)
+        return cls(orders.k, model, orders)
 
     def features(self, text: str) -> np.ndarray | None:
         """``text``'s feature row, or None when it is no reordering of the original's blocks."""

@@ -1,11 +1,13 @@
 """Feature: the learned reorder policy (issue #6): network, PPO training and editor suggestions.
 
-The only package that imports torch. Modules:
+Its training and search modules are the only ones that import torch (``infer`` and ``suggest`` serve
+without it). Modules:
 
 - :mod:`~sass_lsp.policy.model` — ``PolicyNet`` (kernel-agnostic transformer over the game's observation),
   ``save_policy`` / ``load_policy`` (safetensors + JSON, no pickle);
 - :mod:`~sass_lsp.policy.ppo` — CleanRL-style PPO over gymnasium vector envs;
 - :mod:`~sass_lsp.policy.train` — ``train(kernel_texts, ...)`` and ``evaluate(net, kernel_texts)``;
+- :mod:`~sass_lsp.policy.infer` — ``NumpyPolicy``: the network's forward pass in numpy, what serving loads;
 - :mod:`~sass_lsp.policy.suggest` — ``suggest(text, arch, net=...)`` -> ``Suggestion`` s with text edits.
 
 Names are exported lazily so that ``import sass_lsp.policy`` costs nothing until one is used. The functions

@@ -204,7 +204,7 @@ def resolve_uniform_share(name: str, share: float | None) -> float:
 
 def perf_prior(original: str, arch: str, kernel: str | None, perf: Any) -> Callable[[list], np.ndarray]:
     """The performance model's predicted log speedups of schedules (node orders) of ``original``."""
-    predictor = Predictor(original, arch, kernel, perf)
+    predictor = Predictor.of_text(original, arch, kernel, perf)
 
     def prior(schedules: list) -> np.ndarray:
         return np.log([p.speedup for p in predictor.predict_orders(schedules)])

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
+from sass_lsp.perf.predict import gelu
 from sass_lsp.schedule import observation as ob
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 N_EDGE_BITS = 5
 LN_EPS = 1e-5  # torch.nn.LayerNorm's default
-_SQRT1_2 = np.float32(1 / np.sqrt(2))
 
 
 def compact(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -62,19 +62,6 @@ def collate(items: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         out["cand"][k, :c] = it["cand"]
         out["cand_mask"][k, :c] = it["cand_mask"]
     return out
-
-
-def gelu(x: np.ndarray) -> np.ndarray:
-    """torch's exact GELU, x * Φ(x), with erf to float32 precision."""
-    return x * np.float32(0.5) * (np.float32(1) + erf(x * _SQRT1_2))
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """erf in float32 (numpy has none): Abramowitz & Stegun 7.1.26 in float64, |error| < 1.5e-7."""
-    z = np.abs(x.astype(np.float64))
-    t = 1.0 / (1.0 + 0.3275911 * z)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return (np.sign(x) * (1.0 - poly * np.exp(-z * z))).astype(np.float32)
 
 
 def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -278,7 +278,7 @@ def predicted_speedup_text(p: Prediction) -> str:
 @functools.lru_cache(maxsize=4)
 def _predictor(text: str, arch: str, kernel: str | None, max_moves: int, perf: Any) -> Predictor:
     """The performance model's predictor for the game of a text (its kernel facts: a few ms), kept with it."""
-    return Predictor.of_kernel(_pristine_game(text, arch, kernel, max_moves).k0, perf)
+    return Predictor(_pristine_game(text, arch, kernel, max_moves).k0, perf)
 
 
 @functools.lru_cache(maxsize=4)

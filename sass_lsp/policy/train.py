@@ -88,7 +88,7 @@ def perf_game_from_text(
 
     sem = load_semantics(arch)
     k = kernel_of_text(text, sem, kernel)
-    predictor = Predictor.of_kernel(k, perf if perf is not None else load_model())
+    predictor = Predictor(k, perf if perf is not None else load_model())
 
     def predicted_time(orders: dict[int, tuple[int, ...]]) -> float:
         return 1.0 / predictor.predict_orders([orders])[0].speedup

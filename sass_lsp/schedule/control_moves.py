@@ -70,6 +70,7 @@ _REG_BEFORE = re.compile(r"U?R\d+\|?(?:\.[A-Za-z0-9_]+)*$")
 _TRAILER = re.compile(r"//\s*(hidden|raw)\b")
 _SLOT = "abcd"
 _FLAG_KINDS = frozenset({"reuse_clear", "reuse_set"})  # moves that leave the control field as it is
+_RECENT_TEXTS = 4  # neighbour: move lists kept
 
 
 class ControlMoveError(ValueError):
@@ -145,6 +146,13 @@ def _apply_line(line: str, move: ControlMove) -> str:
 def control_moves(
     text: str, arch: str | None = None, *, original: str | None = None, kinds: Sequence[str] = KINDS
 ) -> list[ControlMove]:
+    upper = _stalls_by_line(original) if original is not None else None
+    return _moves(text, arch, upper, kinds)
+
+
+def _moves(
+    text: str, arch: str | None, upper: dict[int, int] | None, kinds: Sequence[str]
+) -> list[ControlMove]:
     module, diags = parse_cuasm(text)
     errors = [d for d in diags if d.severity == "error"]
     if errors:
@@ -153,7 +161,6 @@ def control_moves(
     arch = arch or module_arch(module)
     sem = load_semantics(arch)
     lines = text.splitlines()
-    upper = _stalls_by_line(original) if original is not None else None
     out: list[ControlMove] = []
     for sec in module.sections:
         if not sec.name.startswith(".text.") or not sec.instructions:
@@ -421,10 +428,31 @@ def neighbour(
     with no move left gives None."""
     from sass_lsp.schedule.search import Candidate
 
+    upper = _stalls_by_line(original)
+    recent: dict[str, list[ControlMove]] = {}  # the walk proposes from one text until a move is accepted
+
     def propose(text: str, rng: random.Random) -> Candidate | None:
-        move = pick_move(control_moves(text, arch, original=original, kinds=kinds), rng)
+        moves = recent.get(text)
+        if moves is None:
+            if len(recent) >= _RECENT_TEXTS:
+                recent.pop(next(iter(recent)))
+            moves = recent[text] = _moves(text, arch, upper, kinds)
+        move = pick_move(moves, rng)
         if move is None:
             return None
         return Candidate(apply(text, move), source, (move.description,))
 
     return propose
+
+
+def flag_variants(text: str, arch: str | None = None) -> list[str]:
+    """``text`` and texts that hold, between them, every single yield or reuse move of it (one move per line
+    in each, so as few texts as the busiest line has moves): assembling them once records those instruction
+    words as verified (:mod:`sass_lsp.cuasm.verified`), which spares the control walk an nvdisasm run for
+    nearly every candidate. The variants are not schedules to run: their moves are not legal together."""
+    by_line: dict[int, list[ControlMove]] = {}
+    for m in control_moves(text, arch, kinds=("yield_on", "yield_off", "reuse_clear", "reuse_set")):
+        by_line.setdefault(m.line, []).append(m)
+    rounds = max(map(len, by_line.values()), default=0)
+    variants = [apply_moves(text, [ms[r] for ms in by_line.values() if r < len(ms)]) for r in range(rounds)]
+    return [text, *variants]

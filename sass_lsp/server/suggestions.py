@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from pathlib import Path
@@ -48,11 +49,26 @@ def policy_message(exc: app.PolicyUnavailable) -> str:
 
 def load_net(path: Path, *, torch_net: bool = False) -> Any:
     """The policy network at ``path``: its numpy forward pass, or (``torch_net``, for the GPU search) the
-    torch network; raises :class:`PolicyUnavailable`."""
+    torch network, loaded once per version of the checkpoint; raises :class:`PolicyUnavailable`."""
     try:
-        return app.load_policy(path, torch_net=torch_net)
+        if torch_net:
+            return _torch_net(path, _version(path))
+        return app.load_policy(path)
     except app.PolicyUnavailable as exc:
         raise PolicyUnavailable(policy_message(exc)) from None
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_net(path: Path, version: int | None) -> Any:
+    return app.load_policy(path, torch_net=True)
+
+
+def _version(path: Path) -> int | None:
+    """When the checkpoint folder last changed (a replaced file changes it), None where there is none."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def load_models(path: Path) -> tuple[Any, Any]:
