@@ -253,7 +253,19 @@ def test_regcount_raised_for_higher_register() -> None:
     nvinfo = cubin.section(".nv.info")
     assert nvinfo is not None
     regcount = [a for a in parse_nvinfo(nvinfo.data)[0] if a.name == "EIATTR_REGCOUNT"]
-    assert regcount[0].words() == [9, 203]
+    assert regcount[0].words() == [9, 204]  # CS2R writes the pair R200:R201
+
+
+def test_regcount_covers_the_high_half_of_a_wide_register() -> None:
+    """A 64-bit pair or a 128-bit quad counts to its last register: ``LDC.64 R200`` writes R200:R201, so the
+    kernel needs 201 + 1 + 2 registers (counting the named R200 only, an H100 faulted on such an edit)."""
+    from sass_lsp.cuasm.assembler import registers_needed
+
+    assert registers_needed(["LDC.64 R200, c[0x0][0x210] ;"], "sm_90") == 204
+    assert registers_needed(["LDG.E.128 R12, desc[UR4][R200.64] ;"], "sm_90") == 204
+    assert registers_needed(["LDG.E.128 R196, desc[UR4][R2.64] ;"], "sm_90") == 202
+    assert registers_needed(["FADD R7, R5, R6 ;", "EXIT ;"], "sm_90") == 10
+    assert registers_needed(["EXIT ;"], "sm_90") == 0
 
 
 def test_missing_header_fields_are_derived_from_directives() -> None:

@@ -43,11 +43,14 @@ from sass_lsp.elf.model import (
 from sass_lsp.elf.nvinfo import EIATTR_REGCOUNT, SVAL, parse_nvinfo, write_nvinfo
 from sass_lsp.elf.reader import pack_relocations, pack_symbol, parse_symbols
 from sass_lsp.elf.writer import write_cubin
+from sass_lsp.isa.archs import UnsupportedArch
 from sass_lsp.isa.context import Context as KernelContext
 from sass_lsp.isa.context import section_contexts
+from sass_lsp.isa.semantics import load_semantics
 from sass_lsp.model import Diagnostic, Directive, Field, Instruction, Label, Module, SectionBlock, has_errors
 
 R_CUDA_32 = 1
+ZERO_REGISTER = 255  # RZ: covers no register
 R_CUDA_64 = 2
 _DATA_SIZES = {".byte": 1, ".short": 2, ".half": 2, ".word": 4, ".dword": 8, ".quad": 8}
 _NO_BYTES = {
@@ -496,11 +499,9 @@ class _Assembler:
             instrs = sec.instrs
             if not instrs:
                 continue
-            # one scan of the distinct texts: no opcode or modifier of any table looks like R<n> (and an
-            # unknown one fails the assembly), so only operands match
-            texts = "\n".join(dict.fromkeys([ins.text for ins in instrs]))
-            regs = set((_ASCII_REG_RE if texts.isascii() else _REG_RE).findall(texts))  # convert each once
-            count = max(map(int, regs)) + 1 + 2 if regs else 0
+            count = registers_needed(
+                list(dict.fromkeys([ins.text for ins in instrs])), module_arch(self.module)
+            )
             for idx, sym in enumerate(self.symbols):
                 if sym.shndx == sec.idx and sym.type == 2:
                     need[idx] = count
@@ -691,6 +692,25 @@ def assemble_module(module: Module, *, encode: EncodeFn | None) -> tuple[Cubin |
     asm.build_relocations()
     cubin = asm.build_cubin()
     return (None if has_errors(asm.diags) else cubin), asm.diags
+
+
+def registers_needed(texts: list[str], arch: str) -> int:
+    """The register count a kernel of these instruction texts declares, as ptxas writes it: the highest
+    register any operand covers (a 64-bit pair's high half, an HGMMA accumulator's last register), plus one,
+    plus the two the hardware keeps above it (an edit that wrote one of those two faulted on an H100)."""
+    try:
+        sem = load_semantics(arch)
+    except UnsupportedArch:
+        sem = None
+    if sem is not None:
+        top = max(
+            (u for t in texts for ref in sem.register_refs(t) for u in ref.units if u < 255), default=-1
+        )
+    else:  # no tables: the registers named (no opcode or modifier looks like R<n>)
+        joined = "\n".join(texts)
+        regs = (_ASCII_REG_RE if joined.isascii() else _REG_RE).findall(joined)
+        top = max(map(int, regs), default=-1)
+    return top + 1 + 2 if top >= 0 else 0
 
 
 def instruction_diagnostics(module: Module, *, encode: EncodeFn | None) -> list[Diagnostic]:
