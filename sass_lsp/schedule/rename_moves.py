@@ -23,8 +23,8 @@ The live range (conservative: a wrong rename corrupts a kernel, a missed one onl
   that executes (not ``@!PT``), of a known pipe, not HGMMA-like, whose text the encoder can re-encode, and
   every read of that value after it in the same basic block: up to the next unguarded instruction that
   writes every register of the group (the range's *kill*; its reads of the group still belong to the
-  range), or the block's end, where the group must be dead (backward liveness over the CFG; an unresolved
-  branch makes every register live at that block's end).
+  range), or the block's end, where the group must be dead (backward liveness over the CFG; a call, a
+  return or an unresolved branch makes every register live at that block's end).
 - Refused: a read or write that covers only part of the group together with other registers, a guarded or
   partial write inside the range, a ``@!PT`` instruction naming the group, and any register an HGMMA-like
   instruction, an unknown instruction or a wider-than-128-bit operand names, or that an instruction reads or
@@ -62,7 +62,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sass_lsp.analysis.program import Kernel, Node, build_kernel
+from sass_lsp.analysis.program import Kernel, build_kernel
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.isa.encoder import EncodeError, Encoder
@@ -487,7 +487,9 @@ class _Enumerator:
             if kind == "false_dep"
             else f"removes {conflicts} same-bank source pair{'s' if conflicts != 1 else ''}"
         )
-        what = f"rename {old} -> {new} ({d.eff.opcode} line {d.line}, {len(uses)} use{'s' * (len(uses) != 1)})"
+        what = (
+            f"rename {old} -> {new} ({d.eff.opcode} line {d.line}, {len(uses)} use{'s' * (len(uses) != 1)})"
+        )
         if regs != self.regs:
             what += f", registers {self.regs} -> {regs}"
         if warps != self.warps:
@@ -526,7 +528,8 @@ _ALL = (1 << 256) - 1
 
 def _live_out(k: Kernel) -> list[int]:
     """Per block, the GPRs (bit masks) live at its end: backward liveness over the CFG. A guarded write does
-    not kill; a block whose end the CFG does not resolve (or that calls) has everything live."""
+    not kill; a block that calls, returns (to a caller that may read anything) or ends in a branch the CFG
+    does not resolve has everything live at its end."""
     nb = len(k.blocks)
     gen = [0] * nb
     kill = [0] * nb
@@ -542,7 +545,7 @@ def _live_out(k: Kernel) -> list[int]:
             g |= uses & ~kl
             if eff.guard is None and not eff.guard_neg:
                 kl |= _mask([u for u in eff.def_units if u < 256])
-            if "call" in eff.flags or i in unresolved:
+            if "call" in eff.flags or "ret" in eff.flags or i in unresolved:
                 opaque[b.idx] = True
         gen[b.idx], kill[b.idx] = g, kl
     live_in = [0] * nb
