@@ -337,3 +337,30 @@ def test_hardware_benchmark_dry_run(tmp_path, capsys, monkeypatch) -> None:
     printed = capsys.readouterr().out
     assert [json.loads(x) for x in printed.splitlines() if x.startswith("{")] == rows
     assert "triton_add" in printed and "legal renames" in printed
+
+
+def test_optimize_rename_walk_renames_and_reorders_the_renamed_text() -> None:
+    """``optimize --moves reorder,rename``: one walk of renames and reorder moves of renamed texts, every
+    schedule clean and computing what the original computes (a stand-in measures it)."""
+    pytest.importorskip("sass_lsp.schedule.game")  # gymnasium
+    import zlib
+
+    from sass_lsp import app
+    from sass_lsp.gpu.corpus import load_kernel
+    from sass_lsp.schedule.search import schedule_key
+
+    name = "triton_softmax"
+    cubin, spec = load_kernel(name)
+    orig = app.Original(original(name), "sm_90", cubin, spec, None)
+    assert app.DEFAULT_MOVES == ("reorder", "control") and "rename" in app.MOVE_KINDS
+
+    def measure(text: str) -> Measured:
+        assert findings(text) == []
+        s = 0.98 + (zlib.crc32(text.encode()) % 400) / 10_000
+        return Measured(schedule_key(text), "match", s, s - 0.001, s + 0.001, seconds=1.0)
+
+    log = app.policy_search(orig, app.SearchChoice(moves=("reorder", "rename")), net=None)(measure, 14.0)
+    sources = collections.Counter(t.candidate.source for t in log.trials)
+    assert sources["rename"] and sources["rename+reorder"], sources
+    only = app.policy_search(orig, app.SearchChoice(moves=("rename",)), net=None)(measure, 4.0)
+    assert {t.candidate.source for t in only.trials} == {"rename"}
