@@ -145,7 +145,7 @@ class OptimizeJob:
     uniform_share: float | None = None  # policy_surrogate's share of uniform draws; None: its default
     min_gain: float | None = None  # least confirmed lower CI bound to write; None: optimize's default
     prior: bool = True  # policy_surrogate: the performance model ranks the draws until the surrogate learns
-    moves: tuple[str, ...] = ("reorder", "control")  # app.MOVE_KINDS, or one of them
+    moves: tuple[str, ...] = ("reorder", "control")  # app.DEFAULT_MOVES, or some of app.MOVE_KINDS
 
 
 def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
@@ -653,12 +653,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--moves",
         type=_move_kinds,
-        default=app.MOVE_KINDS,
+        default=app.DEFAULT_MOVES,
         metavar="KINDS",
         help="what the search may change, comma-separated: reorder (instruction order, by --search), "
-        "control (yield, reuse and stall fields, by annealing on GPU time); with both, the reorder search "
-        "takes half the budget and the control-code walk the rest, from the best reordering found "
-        "(default: reorder,control)",
+        "control (yield, reuse and stall fields, by annealing on GPU time), rename (a live range given a "
+        "register the kernel does not use, to free instructions pinned by register reuse or to split "
+        "same-bank sources; never one that lowers occupancy); with reorder and control, the reorder search "
+        "takes half the budget and the control-code walk the rest, from the best reordering found; with "
+        "rename, one annealing walk makes renames and (with reorder) uniform reorder moves of the renamed "
+        "text instead of --search, then the control-code walk as before (default: reorder,control)",
     )
     p.add_argument(
         "--no-model-prior",

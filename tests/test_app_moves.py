@@ -54,8 +54,8 @@ def test_both_kinds_reorder_first_then_walk_control_codes_from_the_best():
 
 
 def test_unknown_move_kinds_are_refused():
-    with pytest.raises(ValueError, match="moves must be some of reorder, control"):
-        app.policy_search(original(), app.SearchChoice(moves=("rename",)), net=None)
+    with pytest.raises(ValueError, match="moves must be some of reorder, control, rename"):
+        app.policy_search(original(), app.SearchChoice(moves=("swap",)), net=None)
 
 
 def test_the_performance_model_as_the_games_reward():

@@ -55,7 +55,7 @@ def test_models_load_in_the_background_after_the_first_diagnostics(tmp_path: Pat
 
 
 def test_the_gpu_search_loads_the_torch_network_once_per_checkpoint_version(tmp_path: Path) -> None:
-    """"Optimize schedule" asks for the torch network each time: the second ask is the same object, and a
+    """ "Optimize schedule" asks for the torch network each time: the second ask is the same object, and a
     replaced checkpoint is read again."""
     import shutil
 

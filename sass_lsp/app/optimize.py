@@ -57,7 +57,8 @@ def original_kernel(
     return Original(text, arch, cubin if cubin is not None else assemble(text, source), spec, gpu)
 
 
-MOVE_KINDS = ("reorder", "control")  # ``optimize --moves``
+MOVE_KINDS = ("reorder", "control", "rename")  # ``optimize --moves``
+DEFAULT_MOVES = ("reorder", "control")
 CONTROL_SHARE = 0.5  # of the budget, with both kinds: the control-code walk from the best reorder found
 
 
@@ -71,7 +72,7 @@ class SearchChoice:
     features: str = "displacement"  # what policy_surrogate's model sees of a schedule
     prior: bool = True  # policy_surrogate: the performance model ranks its draws until its surrogate learns
     # what the search may change (with both: reorders first, then control codes from the best)
-    moves: tuple[str, ...] = MOVE_KINDS
+    moves: tuple[str, ...] = DEFAULT_MOVES
 
     def resolved_share(self) -> float:
         """The share of uniform draws the search uses (ValueError for one it cannot use)."""
@@ -83,10 +84,18 @@ class SearchChoice:
 def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     """The search ``choice`` over ``original``: the policy-guided reorder search, annealing over control-code
     moves (yield, reuse, stalls: :mod:`sass_lsp.schedule.control_moves`), or the first for half the budget
-    and the second from the schedule it measured surest faster (imports torch)."""
+    and the second from the schedule it measured surest faster (imports torch). With ``rename`` the first
+    is :func:`rename_search` instead (renames, and uniform reorder moves with ``reorder``)."""
     unknown = set(choice.moves) - set(MOVE_KINDS)
     if unknown or not choice.moves:
         raise ValueError(f"moves must be some of {', '.join(MOVE_KINDS)}, not {', '.join(choice.moves)}")
+    if "rename" in choice.moves:
+        walk = rename_search(original, choice.seed, reorder="reorder" in choice.moves)
+        if "control" not in choice.moves:
+            return walk
+        from sass_lsp.schedule.search import chained
+
+        return chained(walk, control_search(original, choice.seed), 1 - CONTROL_SHARE)
     if "reorder" not in choice.moves:
         return control_search(original, choice.seed)(None)
     reorder = reorder_search(original, choice, net)
@@ -129,6 +138,52 @@ def prewarm_verification(texts: list[str]) -> None:
         # a word nvdisasm reads otherwise is caught again when a candidate uses it
         with contextlib.suppress(AssembleError):
             assemble_cuasm(text, source_name="<verification prewarm>")
+
+
+def rename_search(original: Original, seed: int, *, reorder: bool = True) -> Search:
+    """Annealing on GPU time where each step is a register rename (:mod:`sass_lsp.schedule.rename_moves`,
+    from the original or a renamed text) or, with ``reorder``, a uniform reorder move
+    (:func:`sass_lsp.schedule.search.neighbour`) of a renamed text, the reorder game built on that text so
+    the dependences the renames freed can be used. A renamed text keeps ptxas's order and control codes,
+    so the game may take it for ptxas's. A rename proposed at a reordered schedule renames the text it
+    reorders (its reorder moves are dropped: a game's orders belong to one text)."""
+    import random
+
+    from sass_lsp.schedule import rename_moves
+    from sass_lsp.schedule.search import annealing, schedule_key
+    from sass_lsp.schedule.search import neighbour as reorder_neighbour
+
+    block = original.spec.block
+    threads = block[0] * block[1] * block[2] if block else None
+    rename = rename_moves.neighbour(original.text, original.arch, threads_per_block=threads)
+    games: dict[str, Any] = {}  # a renamed text (the original too) -> its reorder proposer
+    # a proposed text's key -> the renamed text it reorders (itself for a renamed one)
+    base_of: dict[str, str] = {schedule_key(original.text): original.text}
+
+    def reorder_from(base: str, text: str, rng: random.Random) -> Any:
+        if base not in games:
+            kernel = original.spec.kernel
+            games[base] = reorder_neighbour(base, original.arch, kernel, source="rename+reorder")
+        return games[base](text, rng)
+
+    def propose(text: str, rng: random.Random) -> Any:
+        base = base_of.get(schedule_key(text), text)
+        if not reorder or rng.random() < 0.5:
+            cand = rename(base, rng)
+            if cand is not None:
+                base_of[schedule_key(cand.text)] = cand.text
+                return cand
+        if not reorder:
+            return None
+        cand = reorder_from(base, text, rng)
+        if cand is not None:
+            base_of.setdefault(schedule_key(cand.text), base)
+        return cand
+
+    def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
+        return annealing(propose, original.text, measure, budget, random.Random(seed), on_trial=on_trial)
+
+    return search
 
 
 def reorder_search(original: Original, choice: SearchChoice, net: Any) -> Search:
