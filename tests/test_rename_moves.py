@@ -255,6 +255,26 @@ def test_assembled_words_differ_only_in_the_renamed_instructions(name: str) -> N
                 assert (a != b) == ((sec, n) in touched), (move.description, sec, n)
 
 
+def test_the_register_count_covers_the_new_group_and_the_two_reserved_above_it() -> None:
+    """On an H100, renames of a 64-bit pair into the two registers above the highest used faulted (the count
+    covered only the pair's named base): every offered rename's assembled count leaves both free."""
+    from sass_lsp.elf.nvinfo import parse_nvinfo
+
+    for name in ("triton_add", "rmsnorm_f32_4096"):
+        text = original(name)
+        for move in moves_of(name):
+            top = int(move.new[1:]) + move.width - 1
+            assert move.regs_after >= top + 3, move.description
+        wide = [m for m in moves_of(name) if m.width > 1]
+        assert wide, name  # the case that faulted
+        for move in sample(wide, 3, random.Random(f"count:{name}")):
+            cubin = read_cubin(assemble_cuasm(rn.apply(text, move), verify=False))
+            info = cubin.section(".nv.info")
+            assert info is not None
+            counts = [a.words()[1] for a in parse_nvinfo(info.data)[0] if a.name == "EIATTR_REGCOUNT"]
+            assert counts == [move.regs_after], move.description
+
+
 def test_false_dep_moves_remove_the_edges_they_claim() -> None:
     for name in FAST:
         text = original(name)

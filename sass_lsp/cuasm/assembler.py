@@ -51,6 +51,7 @@ from sass_lsp.model import Diagnostic, Directive, Field, Instruction, Label, Mod
 
 R_CUDA_32 = 1
 ZERO_REGISTER = 255  # RZ: covers no register
+RESERVED_REGISTERS = 2  # the registers above the highest a kernel uses, counted in its register count
 R_CUDA_64 = 2
 _DATA_SIZES = {".byte": 1, ".short": 2, ".half": 2, ".word": 4, ".dword": 8, ".quad": 8}
 _NO_BYTES = {
@@ -710,7 +711,7 @@ def registers_needed(texts: list[str], arch: str) -> int:
         joined = "\n".join(texts)
         regs = (_ASCII_REG_RE if joined.isascii() else _REG_RE).findall(joined)
         top = max(map(int, regs), default=-1)
-    return top + 1 + 2 if top >= 0 else 0
+    return top + 1 + RESERVED_REGISTERS if top >= 0 else 0
 
 
 def instruction_diagnostics(module: Module, *, encode: EncodeFn | None) -> list[Diagnostic]:

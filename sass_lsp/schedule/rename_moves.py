@@ -35,8 +35,9 @@ The live range (conservative: a wrong rename corrupts a kernel, a missed one onl
 - ``.reuse`` on a renamed source stays only where the next instruction reads the same new register in the
   same operand slot (the cache then holds the same value); otherwise it is dropped (always legal).
 
-Register count and occupancy: the assembler raises ``EIATTR_REGCOUNT`` to the highest register number named
-plus 3 (``cuasm.assembler.update_regcount``; it never lowers it). Occupancy follows CUDA's
+Register count and occupancy: the assembler raises ``EIATTR_REGCOUNT`` to the highest register any operand
+covers plus 3 (``cuasm.assembler.registers_needed``; it never lowers it: the two registers above the highest
+are the hardware's, and a pair renamed into them faulted on an H100). Occupancy follows CUDA's
 ``cuda_occupancy.h`` (``cudaOccMaxBlocksPerSMRegsLimit``) for sm_90: 64K registers per SM in 4
 sub-partitions, allocation in units of 256 registers per warp, at most 64 warps and 32 blocks per SM.
 A rename that lowers it is refused unless ``allow_occupancy_loss``.
@@ -64,7 +65,7 @@ from dataclasses import dataclass
 
 from sass_lsp.analysis.program import Kernel, build_kernel
 from sass_lsp.cuasm import parse_cuasm
-from sass_lsp.cuasm.assembler import module_arch
+from sass_lsp.cuasm.assembler import RESERVED_REGISTERS, module_arch, registers_needed
 from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.isa.semantics import RegisterRef, Semantics, load_semantics
 
@@ -84,7 +85,6 @@ _REGCOUNT = re.compile(
     r"EIATTR_REGCOUNT\s*\n(?:[^\n]*\n){0,6}?\s*/\*[0-9a-f]+\*/\s*\.word\s+index@\(([^)]+)\)\s*\n"
     r"\s*/\*[0-9a-f]+\*/\s*\.word\s+(0x[0-9a-fA-F]+)"
 )
-_NAMED_REG = re.compile(r"R(?<!\wR)(\d{1,3})\b")  # as the assembler counts registers
 
 
 class RenameMoveError(ValueError):
@@ -142,10 +142,9 @@ def declared_regcounts(text: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2), 16) for m in _REGCOUNT.finditer(text)}
 
 
-def register_count(texts: Sequence[str], declared: int = 0) -> int:
+def register_count(texts: Sequence[str], arch: str, declared: int = 0) -> int:
     """The register count the assembler writes for a kernel of these instruction texts."""
-    nums = [int(n) for t in texts for n in _NAMED_REG.findall(t.split("//", 1)[0])]
-    return max(declared, max(nums) + 3 if nums else 0)
+    return max(declared, registers_needed(list(texts), arch))
 
 
 # ---------------------------------------------------------------- apply
@@ -269,8 +268,7 @@ class _Enumerator:
         named.discard(255)
         self.named, self.banned = named, banned
         self.declared = declared
-        self.regs = register_count([nd.text for nd in k.nodes], declared)
-        self.max_named = max((int(n) for nd in k.nodes for n in _NAMED_REG.findall(nd.text)), default=-1)
+        self.regs = register_count([nd.text for nd in k.nodes], arch, declared)
         self.warps = occupancy(self.regs, rules.threads_per_block)
         self.live_out = _live_out(k)
         self.block_of = {i: b.idx for b in k.blocks for i in range(b.start, b.end)}
@@ -382,9 +380,9 @@ class _Enumerator:
 
     def _fits(self, n: int, width: int) -> tuple[int, int] | None:
         """(registers, warps) after renaming to base ``n``, or None where the count or occupancy forbids."""
-        regs = max(self.regs, max(self.max_named, n) + 3)
-        if n + width - 1 >= regs or regs > NUM_GPR:
-            return None  # the assembler's count would not cover the group's top register
+        regs = max(self.regs, n + width + RESERVED_REGISTERS)  # the group's top register + 1 + reserved
+        if regs > NUM_GPR:
+            return None
         warps = occupancy(regs, self.rules.threads_per_block)
         if warps < self.warps and not self.rules.allow_occupancy_loss:
             return None
