@@ -339,12 +339,13 @@ def nan_samples(
         # form mixes formats (MUFU.RSQ.F16), so it comes last
         siblings = sorted(
             (k for k in set(by_specific) | set(probe_specific) if k.startswith(gkey + "|") and k != key),
-            key=lambda k: -len(probe_specific.get(k, [])),
+            key=lambda k: -len(probe_specific.get(k, [])) - len(probe_specific_x.get(k, [])),
         )
         for sib in siblings:
             if len(got) == sum(is_nan_name(op) for op in s.ins.operands):
                 break
-            sib_model = model(sib, by_specific, probe_specific.get(sib, []), hidden_probe.get(sib, 0))
+            probes = probe_specific.get(sib, []) + probe_specific_x.get(sib, [])
+            sib_model = model(sib, by_specific, probes, hidden_probe.get(sib, 0))
             got = {**nan_payloads.payloads(s.ins, s.word, (sib_model,)), **got}
         if len(got) < sum(is_nan_name(op) for op in s.ins.operands):
             gen = model(gkey, by_general, probe_general.get(gkey, []) + probe_general_x.get(gkey, []), 0)
