@@ -116,13 +116,17 @@ def measure(
                     bits = [b for b in range(128) if diff >> b & 1]
                     examples.append(
                         f"{cubin.name} {li.pc:#06x} {li.text}  hidden bits={bits} form={res.form}"
+                        f" word={li.word:#034x} ours={word:#034x}"
                     )
             else:
                 counts["wrong"] += 1
                 fail_forms[f"wrong: {res.form}"] += 1
                 if len(examples) < show and grep in li.text:
                     bits = [b for b in range(128) if diff >> b & 1]
-                    examples.append(f"{cubin.name} {li.pc:#06x} {li.text}  diff bits={bits} form={res.form}")
+                    examples.append(
+                        f"{cubin.name} {li.pc:#06x} {li.text}  diff bits={bits} form={res.form}"
+                        f" word={li.word:#034x} ours={word:#034x}"
+                    )
         per_file.append(f"  {cubin.name}: {ok}/{len(listing.instructions)}")
     return counts, fail_forms, examples, per_file
 

@@ -20,10 +20,21 @@ from pathlib import Path
 from .archs import ARCHES, UnsupportedArch, table_arch
 from .context import Context, ContextRule
 from .control import CONTROL_MASK
-from .features import BIAS, FeatureError, FeatureSet, float_bits, float_op, instruction_features
+from .features import (
+    BIAS,
+    FeatureError,
+    FeatureSet,
+    float_bits,
+    float_format,
+    float_op,
+    instruction_features,
+    is_nan_name,
+    nan_from_f32,
+    nan_token,
+)
 from .gf2 import FormModel
 from .shape import Role, chunk_shape, head_shape, slot_roles, split_shape
-from .syntax import Instruction, InstructionSyntaxError, parse_instruction
+from .syntax import REG_ZERO, Instruction, InstructionSyntaxError, parse_instruction
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 # arch -> table file; sm_90a shares sm_90's tables (the 'a' only enables extra instructions in ptxas)
@@ -106,6 +117,7 @@ class Encoder:
         self._by_chunks: dict[tuple[str, ...], _Plan] = {}  # _chunk_key -> the shape's compiled plan
         self.context_rules = tuple(ContextRule.from_json(j) for j in table.get("context", []))
         self._widths = {rule.name: rule.width for rule in self.context_rules}
+        self.ur_zero: int = table.get("ur_zero", REG_ZERO["UR"])  # URZ's field value (255 from sm_100 on)
 
     @classmethod
     @functools.cache
@@ -262,9 +274,12 @@ class Encoder:
                 relocs.append(RelocRequest(kind, op.name or "", 0, i))
                 labels[op.name or ""] = pc + 16
         try:
-            fs = instruction_features(ins, pc=pc, labels=labels)
-            if not self._knows_nans(fs, ins):
-                fs = instruction_features(ins, pc=pc, labels=labels, nan_tokens=False)
+            fs = instruction_features(ins, pc=pc, labels=labels, nan_tokens=False, ur_zero=self.ur_zero)
+            nan_bits = self._nan_bits(ins, fs)
+            if nan_bits:
+                fs = instruction_features(
+                    ins, pc=pc, labels=labels, nan_tokens=False, ur_zero=self.ur_zero, nan_bits=nan_bits
+                )
         except FeatureError as exc:
             raise EncodeError(exc.message, exc.col, exc.hint) from None
         models = self._select(ins, fs)
@@ -298,14 +313,26 @@ class Encoder:
         self._plans[key] = plan
         return result
 
-    def _knows_nans(self, fs: FeatureSet, ins: Instruction) -> bool:
-        """Whether the forms of ``fs`` were trained on its NaN literals (their payload is then the one
-        ptxas writes there); else the literals are taken as a default payload's bits."""
-        nans = [t for t in fs.tokens if t.endswith("NAN") and "=" in t]
-        if not nans:
-            return True
-        models = [m for m in (self._get("g", fs.general_key), self._get("s", fs.specific_key)) if m]
-        return bool(models) and all(t in m.known for t in nans for m in models)
+    def _nan_bits(self, ins: Instruction, fs: FeatureSet) -> dict[str, int]:
+        """Field bits of each NaN literal of ``ins`` (its payload is not in the text): what ptxas wrote most
+        often there in training (``nan`` of the exact form, else of the general form), else its most common
+        payload for that literal over the arch (``tools/isa/nan_payloads.py``), else IEEE's default."""
+        out: dict[str, int] = {}
+        fmt = float_format(float_op(ins))
+        for i, op in enumerate(ins.operands):
+            if not is_nan_name(op):
+                continue
+            tok = nan_token(i, op)
+            for j in (self._specific.get(fs.specific_key), self._general.get(fs.general_key)):
+                if j is not None and tok in j.get("nan", {}):
+                    out[tok] = int(j["nan"][tok], 16)
+                    break
+            else:
+                arch = self.table.get("nan", {}).get(tok.split("=", 1)[1])
+                value = None if arch is None else nan_from_f32(int(arch, 16), fmt)
+                if value is not None:
+                    out[tok] = value
+        return out
 
     def _compile(
         self,
@@ -315,7 +342,7 @@ class Encoder:
         gen: FormModel | None,
         spec: FormModel | None,
     ) -> _Plan | None:
-        found = slot_roles(parts, ins)
+        found = slot_roles(parts, ins, self.ur_zero)
         if found is None:
             return None
         guard, roles = found
@@ -338,7 +365,7 @@ class Encoder:
         named = {
             f"o{i}." for i, op in enumerate(ins.operands) if op.kind == "fimm" and isinstance(op.fvalue, str)
         }
-        guard_bits += tuple(b for b in fs.bits if b[: b.index(".") + 1] in named)
+        guard_bits += tuple(b for b in fs.bits if b[: b.index(".") + 1] in named or b.startswith("s."))
         g_base = linear.gen_word(guard_bits + fs.tokens)
         s_base = linear.spec_word(guard_bits + non_mod)
         const_unseen = tuple(f for f in guard_bits if linear.unseen(f))

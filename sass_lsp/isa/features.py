@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .syntax import Instruction, Operand
+from .syntax import REG_ZERO, Instruction, Operand, Reg
 
 BIAS = "1"
 MASK64 = (1 << 64) - 1
 _TYPE_MOD = re.compile(
     r"^(?:U|S|F|BF|E|TF|B|I)\d+(?:X\d+)?$|^(?:E4M3|E5M2|E2M1|E3M2|E2M3|UE8M0|UE4M3|TF32|BF16)$"
 )
+_GMMA_OPS = re.compile(r"^[HIQB]GMMA$")
+_GMMA_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
 # opcodes whose float immediates are f16 pairs / f64 high halves; everything else is f32
 _F16_OPS = re.compile(r"^(HADD2|HFMA2|HMUL2|HSET2|HSETP2|HMNMX2|VHMNMX|HMMA)")
 _F64_OPS = re.compile(r"^(DADD|DFMA|DMUL|DSETP|DMNMX|DSET)")
@@ -71,18 +73,52 @@ def float_op(ins: Instruction) -> str:
     return ins.opcode + _BF16 if "BF16_V2" in ins.modifiers else ins.opcode
 
 
+def float_format(opcode: str) -> int:
+    """Index of ``opcode``'s float immediate format (:func:`float_op`'s result) in :data:`_SPECIAL`'s
+    tuples: 0 f16, 1 bf16, 2 f32, 3 f64's high half."""
+    if opcode.endswith(_BF16):
+        return 1
+    return 0 if _F16_OPS.match(opcode) else 3 if _F64_OPS.match(opcode) else 2
+
+
+FORMAT_WIDTH = (16, 16, 32, 32)
+# (exponent shift from the f32 layout, mantissa bits) per format: a NaN's payload moves between formats as a
+# conversion does (sign and the mantissa's top bits kept), so one arch-wide choice serves every format
+_NAN_LAYOUT = ((16, 10), (16, 7), (0, 23), (0, 20))
+
+
+def nan_to_f32(bits: int, fmt: int) -> int:
+    """A NaN's field bits in format ``fmt`` (:func:`float_format`) as f32 bits (mantissa left-aligned)."""
+    shift, mant = _NAN_LAYOUT[fmt]
+    sign = bits >> (FORMAT_WIDTH[fmt] - 1) & 1
+    return sign << 31 | 0x7F800000 | (bits & ((1 << mant) - 1)) << (23 - mant)
+
+
+def nan_from_f32(bits: int, fmt: int) -> int | None:
+    """f32 NaN bits in format ``fmt``, the mantissa truncated; None when nothing of the payload is left."""
+    _, mant = _NAN_LAYOUT[fmt]
+    payload = (bits & 0x7FFFFF) >> (23 - mant)
+    if not payload:
+        return None
+    width = FORMAT_WIDTH[fmt]
+    exp = (1 << (width - 1)) - 1 ^ ((1 << mant) - 1)  # every exponent bit
+    return (bits >> 31) << (width - 1) | exp | payload
+
+
 def special_float_bits(opcode: str, name: str, negative: bool) -> int:
     """The field bits of a float immediate nvdisasm prints as a name (``+INF``, ``-QNAN``, ``+SNAN``)."""
-    if opcode.endswith(_BF16):
-        width = 1
-    else:
-        width = 0 if _F16_OPS.match(opcode) else 3 if _F64_OPS.match(opcode) else 2
+    width = float_format(opcode)
     return _SPECIAL[name][width] | (_SIGN[width] if negative else 0)
 
 
 def is_nan_name(op: Operand) -> bool:
     """A float immediate printed as a NaN name: its payload is not in the text."""
     return op.kind == "fimm" and isinstance(op.fvalue, str) and op.fvalue.endswith("NAN")
+
+
+def nan_token(i: int, op: Operand) -> str:
+    """The name of operand ``i``'s NaN literal (``o2=-QNAN``): a token, or a key of ``nan_bits``."""
+    return f"o{i}={'-' if op.neg else '+'}{op.fvalue}"
 
 
 def float_bits(opcode: str, value: float) -> int:
@@ -117,6 +153,26 @@ def operand_tag(op: Operand) -> str:
     ]
 
 
+def modifier_features(opcode: str, modifiers: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(modifier tokens, value bits) of an opcode's modifiers. Type modifiers are numbered by position. A
+    warpgroup MMA's shape ``64xNxK`` is a field: N/8 - 1 as value bits (``s.n0``...) and ``m:64x_xK`` a
+    token, so a shape is known because the field is (ptxas writes N = 8...256, each N its own value)."""
+    tokens: list[str] = []
+    bits: list[str] = []
+    n_types = 0
+    for mod in modifiers:
+        shape = _GMMA_SHAPE.match(mod) if _GMMA_OPS.match(opcode) else None
+        if shape is not None and int(shape.group(2)) % 8 == 0 and 8 <= int(shape.group(2)) <= 256:
+            tokens.append(f"m:{shape.group(1)}x_x{shape.group(3)}")
+            bits += _bits("s.n", int(shape.group(2)) // 8 - 1, 5)
+        elif _TYPE_MOD.match(mod):
+            tokens.append(f"m:{mod}#{n_types}")
+            n_types += 1
+        else:
+            tokens.append(f"m:{mod}")
+    return tokens, bits
+
+
 def instruction_features(
     ins: Instruction,
     *,
@@ -124,23 +180,27 @@ def instruction_features(
     labels: Mapping[str, int] | None = None,
     label_value: int | None = None,
     nan_tokens: bool = True,
+    ur_zero: int = REG_ZERO["UR"],
+    nan_bits: Mapping[str, int] | None = None,
 ) -> FeatureSet:
     """``label_value`` overrides label resolution (raw-mode probing gives absolute targets directly).
     ``nan_tokens``: a NaN literal is a token (``o2=-QNAN``: a form trained on it knows the payload ptxas
-    writes there); without, it is the bits of a default payload (:data:`_SPECIAL`), for other forms."""
+    writes there); without, it is the bits of a default payload (:data:`_SPECIAL`), for other forms.
+    ``ur_zero``: the field value of URZ on the arch (63 up to sm_90; 255 from sm_100 on, where UR63 is a
+    register; the parser numbers both 63, so the operand's text tells them apart).
+    ``nan_bits``: without NaN tokens, the field bits of a NaN literal by its token (``o2=+QNAN``): the
+    payload ptxas writes there (:func:`nan_token`); a literal not in it takes :data:`_SPECIAL`'s."""
+
+    def index(reg: Reg, text: str) -> int:
+        zero = reg.kind == "UR" and reg.index == REG_ZERO["UR"] and "URZ" in text
+        return ur_zero if zero else reg.index
+
     tags = [operand_tag(op) for op in ins.operands]
     general_key = " ".join([ins.opcode, *tags])
     specific_key = general_key + "|" + ".".join(ins.modifiers)
     tokens: list[str] = []
-    bits: list[str] = []
-    mod_tokens: list[str] = []
-    n_types = 0
-    for mod in ins.modifiers:
-        if _TYPE_MOD.match(mod):
-            mod_tokens.append(f"m:{mod}#{n_types}")
-            n_types += 1
-        else:
-            mod_tokens.append(f"m:{mod}")
+    mod_tokens, bits = modifier_features(ins.opcode, ins.modifiers)
+    bits = list(bits)
     tokens += mod_tokens
     if ins.guard is not None:
         bits += _bits("g.r", ins.guard.index, 3)
@@ -165,7 +225,7 @@ def instruction_features(
         kind = op.kind
         if kind == "reg":
             assert op.reg is not None
-            bits += _bits(f"{p}.r", op.reg.index, 8)
+            bits += _bits(f"{p}.r", index(op.reg, op.text), 8)
         elif kind in ("sreg", "name"):
             tokens.append(f"{p}={op.name}")
         elif kind == "imm":
@@ -178,9 +238,12 @@ def instruction_features(
             bits += _bits(f"{p}.i", op.value, 8)
         elif kind == "fimm":
             if nan_tokens and is_nan_name(op):
-                tokens.append(f"{p}={'-' if op.neg else '+'}{op.fvalue}")
+                tokens.append(nan_token(i, op))
             elif isinstance(op.fvalue, str):  # a value bit pattern like any other float: forms share its bits
-                bits += _bits(f"{p}.i", special_float_bits(float_op(ins), op.fvalue, op.neg), 64)
+                value = (nan_bits or {}).get(nan_token(i, op), None) if is_nan_name(op) else None
+                if value is None:
+                    value = special_float_bits(float_op(ins), op.fvalue, op.neg)
+                bits += _bits(f"{p}.i", value, 64)
             else:
                 assert op.fvalue is not None
                 bits += _bits(f"{p}.i", float_bits(float_op(ins), op.fvalue), 64)
@@ -198,10 +261,10 @@ def instruction_features(
             if op.value is not None:
                 bits += _bits(f"{p}.k", op.value, 8)
             if op.base is not None:
-                bits += _bits(f"{p}.b", op.base.index, 8)
+                bits += _bits(f"{p}.b", index(op.base, op.text), 8)
             for j, part in enumerate(op.parts):
                 if part.reg is not None:
-                    bits += _bits(f"{p}.p{j}.", part.reg.index, 8)
+                    bits += _bits(f"{p}.p{j}.", index(part.reg, op.text), 8)
                     tokens += [f"{p}.p{j}.{s}" for s in part.suffixes]
                 else:
                     bits += _bits(f"{p}.off", part.value)

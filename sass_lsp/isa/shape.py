@@ -108,10 +108,12 @@ class Role(NamedTuple):
     operand_idx: int = 0
 
 
-def slot_roles(parts: list[str], ins: Instruction) -> tuple[int | None, list[Role]] | None:
+def slot_roles(
+    parts: list[str], ins: Instruction, ur_zero: int = REG_ZERO["UR"]
+) -> tuple[int | None, list[Role]] | None:
     """The guard value when it is literal text (None when a slot holds it) and the role of every slot of
     ``parts`` (``split_shape(ins.text)``); None when a slot is not one this module compiles (set elements,
-    relocation addends, numbers outside operands)."""
+    relocation addends, numbers outside operands). ``ur_zero``: URZ's field value on the arch."""
     starts, pos = [], 0
     for i, piece in enumerate(parts):
         if i % 2:
@@ -130,7 +132,7 @@ def slot_roles(parts: list[str], ins: Instruction) -> tuple[int | None, list[Rol
             if starts[cursor] < op.col:
                 return None
             cursor += 1
-        wanted = _operand_roles(op_idx, op, parts, list(range(first, cursor)))
+        wanted = _operand_roles(op_idx, op, parts, list(range(first, cursor)), {**REG_ZERO, "UR": ur_zero})
         if wanted is None:
             return None
         roles += wanted
@@ -151,12 +153,14 @@ def _kind_of(parts: list[str], slot_idx: int) -> str:
     return "dec"
 
 
-def _operand_roles(op_idx: int, op: Operand, parts: list[str], mine: list[int]) -> list[Role] | None:
+def _operand_roles(
+    op_idx: int, op: Operand, parts: list[str], mine: list[int], zeros: dict[str, int]
+) -> list[Role] | None:
     """Roles of the slots ``mine`` inside operand ``op``, in the order the feature model lists their bits."""
     p = f"o{op_idx}"
     want: list[tuple[str, str, int, int]] = []  # (slot kind, prefix, width, zero) in text order
     if op.kind == "reg" and op.reg is not None:
-        want.append(("reg", f"{p}.r", 8, REG_ZERO.get(op.reg.kind, 0)))
+        want.append(("reg", f"{p}.r", 8, zeros.get(op.reg.kind, 0)))
     elif op.kind == "imm":
         want.append(("hex", f"{p}.i", 64, 0))
     elif op.kind == "fimm" and not isinstance(op.fvalue, str):
@@ -167,10 +171,10 @@ def _operand_roles(op_idx: int, op: Operand, parts: list[str], mine: list[int]) 
         if op.value is not None:
             want.append(("hex", f"{p}.k", 8, 0))
         if op.base is not None:
-            want.append(("reg", f"{p}.b", 8, REG_ZERO.get(op.base.kind, 0)))
+            want.append(("reg", f"{p}.b", 8, zeros.get(op.base.kind, 0)))
         for j, part in enumerate(op.parts):
             if part.reg is not None:
-                want.append(("reg", f"{p}.p{j}.", 8, REG_ZERO.get(part.reg.kind, 0)))
+                want.append(("reg", f"{p}.p{j}.", 8, zeros.get(part.reg.kind, 0)))
             else:
                 want.append(("hex", f"{p}.off", 64, 0))
     elif op.kind not in ("sreg", "name", "reloc", "fimm"):

@@ -45,6 +45,9 @@ from sass_lsp.isa.listing import listing_contexts, parse_listing  # noqa: E402
 from sass_lsp.isa.syntax import Instruction, InstructionSyntaxError, parse_instruction  # noqa: E402
 from sass_lsp.nvdisasm import nvdisasm_path  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nan_payloads  # noqa: E402
+
 TRAINING = ROOT / "tools" / "isa" / "training"
 CACHE = ROOT / ".cache" / "isa"
 DATA = ROOT / "sass_lsp" / "isa" / "data"
@@ -61,6 +64,9 @@ ARCHES = {
     "sm_100a": (["sm_100a"], "SM100a"),
     "sm_120": (["sm_120"], "SM120"),
 }
+# URZ's field value where it is not 63: from sm_100 on the uniform register field is 8 bits, nvdisasm prints
+# field value 63 as UR63 and ptxas writes URZ as 255 (the parser numbers URZ 63 on every arch)
+UR_ZERO = {"sm_100a": 255, "sm_120": 255}
 GLOBAL_FEATURE = re.compile(r"^(g:not|g:U|g\.r\d|reuse\.\d)$")
 # kernel-level loads whose destination may be a field other instructions' text omits (sass_lsp/isa/context.py)
 CONTEXT_LOAD = re.compile(r"^(U\w*(?:\.\w+)*) UR\d+, (c\[0x0\]\[0x[0-9a-f]+\])$")
@@ -271,7 +277,13 @@ def _has_nan(text: str) -> bool:
         return False
 
 
-def features_for(sample: Sample, label_ops: set[tuple[str, int]], raw: bool):
+def features_for(
+    sample: Sample,
+    label_ops: set[tuple[str, int]],
+    raw: bool,
+    ur_zero: int = 63,
+    nan_bits: dict[str, int] | None = None,
+):
     ins = sample.ins
     labels = dict(sample.labels)
     if raw:  # raw mode prints branch targets as absolute numbers
@@ -282,7 +294,73 @@ def features_for(sample: Sample, label_ops: set[tuple[str, int]], raw: bool):
                 labels[name] = op.value
                 ops[i] = dataclasses.replace(op, kind="label", name=name, value=None)
         ins = dataclasses.replace(ins, operands=tuple(ops))
-    return instruction_features(ins, pc=sample.pc, labels=labels)
+    if nan_bits is not None:  # a NaN literal as the bits of the payload ptxas wrote (nan_payloads.py)
+        return instruction_features(
+            ins, pc=sample.pc, labels=labels, ur_zero=ur_zero, nan_bits=nan_bits, nan_tokens=False
+        )
+    return instruction_features(ins, pc=sample.pc, labels=labels, ur_zero=ur_zero)
+
+
+def nan_samples(
+    nan_real: list[Sample],
+    label_ops: set[tuple[str, int]],
+    ur_zero: int,
+    real_rows: tuple[dict[str, list[tuple[tuple[str, ...], int]]], ...],
+    probe_rows: tuple[dict[str, list[tuple[tuple[str, ...], int]]], ...],
+    hidden_probe: dict[str, int],
+) -> list[nan_payloads.Payload]:
+    """Read the payload of each real word's NaN literals where its form's value bits lie (a model learned
+    without NaN words), and add the word to the real samples with those bits: a token per literal would
+    make two payloads contradict (FSEL's -QNAN is 0xfff00000 or 0xfff80000, a double's high half)."""
+    by_specific, by_general = real_rows
+    probe_specific, probe_specific_x, probe_general, probe_general_x = probe_rows
+    found: list[nan_payloads.Payload] = []
+    models: dict[str, FormModel] = {}
+
+    def model(
+        key: str, rows: dict[str, list[tuple[tuple[str, ...], int]]], probes: list, hp: int
+    ) -> FormModel:
+        if key not in models:
+            models[key] = learn(rows.get(key, []), probes, hp)
+        return models[key]
+
+    for s in nan_real:
+        fs = features_for(s, label_ops, raw=False, ur_zero=ur_zero)
+        key, gkey = fs.specific_key, fs.general_key
+        spec = model(
+            key,
+            by_specific,
+            probe_specific.get(key, []) + probe_specific_x.get(key, []),
+            hidden_probe.get(key, 0),
+        )
+        got = nan_payloads.payloads(s.ins, s.word, (spec,))
+        # another exact form of the same operand kinds places a field this one never varied (MUFU.RSQ's
+        # only real word is a NaN, and its probes that flip mantissa bits print NaNs too); the general
+        # form mixes formats (MUFU.RSQ.F16), so it comes last
+        siblings = sorted(
+            (k for k in set(by_specific) | set(probe_specific) if k.startswith(gkey + "|") and k != key),
+            key=lambda k: -len(probe_specific.get(k, [])) - len(probe_specific_x.get(k, [])),
+        )
+        for sib in siblings:
+            if len(got) == sum(is_nan_name(op) for op in s.ins.operands):
+                break
+            probes = probe_specific.get(sib, []) + probe_specific_x.get(sib, [])
+            sib_model = model(sib, by_specific, probes, hidden_probe.get(sib, 0))
+            got = {**nan_payloads.payloads(s.ins, s.word, (sib_model,)), **got}
+        if len(got) < sum(is_nan_name(op) for op in s.ins.operands):
+            gen = model(gkey, by_general, probe_general.get(gkey, []) + probe_general_x.get(gkey, []), 0)
+            got = {**nan_payloads.payloads(s.ins, s.word, (gen,)), **got}
+        if len(got) == sum(is_nan_name(op) for op in s.ins.operands):
+            found += [(key, tok, fmt, bits) for tok, (fmt, bits) in got.items()]
+            fs = features_for(
+                s, label_ops, raw=False, ur_zero=ur_zero, nan_bits={t: b for t, (_, b) in got.items()}
+            )
+        # else a literal whose field no model places: the word is learned with the literal as a token
+        by_specific[fs.specific_key].append(
+            (fs.bits + tuple(t for t in fs.tokens if t not in fs.mod_tokens), s.word)
+        )
+        by_general[fs.general_key].append((fs.bits + fs.tokens, s.word))
+    return found
 
 
 def model_to_json(m: FormModel) -> dict:
@@ -320,6 +398,7 @@ def main() -> None:
     t0 = time.time()
     arch = args.arch
     _, sm = ARCHES[arch]
+    ur_zero = UR_ZERO.get(arch, 63)
 
     cubins, failures = compile_all(arch, args.cache)
     log(f"compiled {len(cubins)} cubins ({len(failures)} failed)")
@@ -377,15 +456,19 @@ def main() -> None:
     probe_pool: dict[str, list[Sample]] = collections.defaultdict(list)
     ctx_specific: dict[str, list[tuple[int, dict[str, int]]]] = collections.defaultdict(list)
     ctx_general: dict[str, list[tuple[int, dict[str, int]]]] = collections.defaultdict(list)
+    nan_real: list[Sample] = []
     for s in real:
         try:
-            fs = features_for(s, label_ops, raw=False)
+            fs = features_for(s, label_ops, raw=False, ur_zero=ur_zero)
         except FeatureError:
             continue
-        by_specific[fs.specific_key].append(
-            (fs.bits + tuple(t for t in fs.tokens if t not in fs.mod_tokens), s.word)
-        )
-        by_general[fs.general_key].append((fs.bits + fs.tokens, s.word))
+        if _has_nan(s.text):
+            nan_real.append(s)  # learned once its payload is read (after probing: nan_samples)
+        else:
+            by_specific[fs.specific_key].append(
+                (fs.bits + tuple(t for t in fs.tokens if t not in fs.mod_tokens), s.word)
+            )
+            by_general[fs.general_key].append((fs.bits + fs.tokens, s.word))
         ctx_specific[fs.specific_key].append((s.word, s.context))
         ctx_general[fs.general_key].append((s.word, s.context))
         pool = probe_pool[fs.specific_key]
@@ -412,6 +495,7 @@ def main() -> None:
                     Sample(parse_instruction(orig_text), orig_text, src_word, orig_pc, {}),
                     src_labels,
                     raw=True,
+                    ur_zero=ur_zero,
                 )
             except (InstructionSyntaxError, FeatureError):
                 orig_fs = None
@@ -425,7 +509,12 @@ def main() -> None:
                         hidden_probe[orig_fs.specific_key] |= 1 << bit
                     continue
                 try:
-                    fs = features_for(Sample(parse_instruction(text), text, 0, pc, {}), src_labels, raw=True)
+                    fs = features_for(
+                        Sample(parse_instruction(text), text, 0, pc, {}),
+                        src_labels,
+                        raw=True,
+                        ur_zero=ur_zero,
+                    )
                 except (InstructionSyntaxError, FeatureError):
                     continue
                 if any(is_nan_name(op) for op in parse_instruction(text).operands):
@@ -462,6 +551,15 @@ def main() -> None:
     general_hp: dict[str, int] = collections.defaultdict(int)
     for key, hp in hidden_probe.items():
         general_hp[key.split("|", 1)[0]] |= hp
+    nan_found = nan_samples(
+        nan_real,
+        label_ops,
+        ur_zero,
+        (by_specific, by_general),
+        (probe_specific, probe_specific_x, probe_general, probe_general_x),
+        hidden_probe,
+    )
+    log(f"NaN literals: {len(nan_found)} payloads read from {len(nan_real)} real words")
     rule, spec_at, gen_at, explained = choose_context(
         ctx_specific, ctx_general, hidden_probe, general_hp, context_rules
     )
@@ -556,6 +654,7 @@ def main() -> None:
             "probe_rounds": args.rounds,
             "model": "GF(2)-linear per form (sass_lsp/isa/gf2.py); features in sass_lsp/isa/features.py",
         },
+        "ur_zero": ur_zero,
         "label_operands": sorted([op, i] for op, i in label_ops),
         # kernel-level values that fill fields the text omits; "cx" in a form gives the field's bit offset
         "context": [] if rule is None else [{**rule.to_json(), "forms": len(spec_at), "samples": explained}],
@@ -563,6 +662,7 @@ def main() -> None:
         "specific": specific,
         "general": general,
     }
+    nan_payloads.record(table, nan_found, lambda key: key.split("|", 1)[0])
     out = args.out or DATA / f"{arch}.json.gz"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = out.with_name(out.name + ".tmp")  # never leave a half-written table behind

@@ -41,7 +41,7 @@ from build_tables import ARCHES, DATA, nvdisasm_raw  # noqa: E402
 
 from sass_lsp.isa.control import CONTROL_MASK  # noqa: E402
 from sass_lsp.isa.encoder import Encoder, _model  # noqa: E402
-from sass_lsp.isa.features import _TYPE_MOD, FeatureError, FeatureSet, instruction_features  # noqa: E402
+from sass_lsp.isa.features import FeatureError, FeatureSet, instruction_features, modifier_features  # noqa: E402
 from sass_lsp.isa.gf2 import FormModel  # noqa: E402
 from sass_lsp.isa.syntax import InstructionSyntaxError, parse_instruction  # noqa: E402
 
@@ -56,18 +56,6 @@ _VALUE_BIT = re.compile(r"^o\d+\.(?:[rbk][0-7]|i\d+|off\d+|p\d+\.[0-7])$")
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def mod_tokens(mods: str) -> tuple[str, ...]:
-    """The modifier tokens of a specific key's modifier string, numbered as instruction_features does."""
-    out, n_types = [], 0
-    for mod in filter(None, mods.split(".")):
-        if _TYPE_MOD.match(mod):
-            out.append(f"m:{mod}#{n_types}")
-            n_types += 1
-        else:
-            out.append(f"m:{mod}")
-    return tuple(out)
 
 
 def group_of(token: str) -> str | None:
@@ -132,9 +120,9 @@ def sibling_groups(own: dict[str, dict[str, set[int]]]) -> dict[str, dict[str, s
     return out
 
 
-def raw_features(text: str) -> FeatureSet | None:
+def raw_features(text: str, ur_zero: int) -> FeatureSet | None:
     try:
-        return instruction_features(parse_instruction(text), nan_tokens=False)
+        return instruction_features(parse_instruction(text), nan_tokens=False, ur_zero=ur_zero)
     except (InstructionSyntaxError, FeatureError):
         return None
 
@@ -162,8 +150,12 @@ def base_words(enc: Encoder, table: dict) -> list[Base]:
     out = []
     for gk, sk in sorted(mains | set(forms)):
         gen, spec = enc._get("g", gk), enc._get("s", sk)
-        mods = mod_tokens(sk.split("|", 1)[1])
-        fs = FeatureSet(gk, sk, mods, ("g.r0", "g.r1", "g.r2"), mods)  # unguarded (@PT)
+        mods, mod_bits = modifier_features(
+            gk.split(" ", 1)[0], list(filter(None, sk.split("|", 1)[1].split(".")))
+        )
+        fs = FeatureSet(
+            gk, sk, tuple(mods), ("g.r0", "g.r1", "g.r2", *mod_bits), tuple(mods)
+        )  # unguarded (@PT)
         word = enc._predict(fs, gen, spec)[0] & ~CONTROL_MASK
         out.append(Base(gk, sk, word, (gk, sk) in mains))
     return out
@@ -192,7 +184,7 @@ def walk(arch: str, path: Path) -> dict[str, int]:
     base_fs: dict[int, FeatureSet] = {}
     for i, base in enumerate(bases):
         text = base_text.get(16 * i)
-        fs = raw_features(text) if text else None
+        fs = raw_features(text, enc.ur_zero) if text else None
         if fs is None or fs.specific_key != base.specific:
             continue
         try:
@@ -229,7 +221,7 @@ def walk(arch: str, path: Path) -> dict[str, int]:
     unprinted: dict[str, int] = collections.defaultdict(int)  # general form -> reuse bits nvdisasm ignores
     for n, (i, variant) in enumerate(jobs):
         text = texts.get(16 * n)
-        fs = raw_features(text) if text else None
+        fs = raw_features(text, enc.ur_zero) if text else None
         base, bfs = bases[i], base_fs[i]
         if fs is None or fs.general_key != base.general or fs.bits != bfs.bits:
             continue
