@@ -3,7 +3,7 @@
 # [S=the searches' seed, default 0: random replays the same moves under one seed, so a repeat takes another].
 #   run(command="K=sgemm_tiled M=annealing R=run19 bash .whl/eval.sh", carry=[".whl"])
 # K may name several kernels (K="gelu_bias stencil2d"): one row each, in turn, for a method as short as greedy.
-# The log (one JSON row + table), every measurement (.jsonl) and the rows' JSON come back under $OUT;
+# The log (one JSON row + table), every measurement (.jsonl.gz) and the rows' JSON come back under $OUT;
 # the call's 600 s limit leaves ~250 s of wall time beyond a 300 s budget for start-up and confirmation.
 set -uo pipefail
 [ -n "${SASS_LSP_SETUP:-}" ] || source .whl/setup.sh || exit 1  # rows.sh has set up once for all rows
@@ -11,6 +11,8 @@ timeout 560 python3 benchmarks/reorder_eval.py --kernels $K --methods "$M" --bud
     --log "$OUT/reorder_measurements_h200_$R.jsonl" --json "$OUT/reorder_eval_h200_$R.json" \
     2>&1 | tee "$OUT/reorder_eval_h200_$R.log"
 echo "eval rc ${PIPESTATUS[0]}" | tee -a "$OUT/reorder_eval_h200_$R.log"
+# compressed, or a 300 s row's log (tens of MB: each record holds its edits) is too large to come back
+gzip -9f "$OUT/reorder_measurements_h200_$R.jsonl"
 nvidia-smi --id="${CUDA_VISIBLE_DEVICES:-0}" \
     --query-gpu=clocks.current.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
     --format=csv >> "$OUT/smi_$R.txt"
