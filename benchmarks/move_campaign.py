@@ -314,22 +314,29 @@ def summary(rows: Sequence[Row]) -> str:
 # ------------------------------------------------------------------ command line
 
 
-def _error(message: str, hint: str) -> int:
-    print(f"error: {message}\nhint: {hint}", file=sys.stderr)
+def _error(message: str, hint: str, where: str = "move_campaign.py") -> int:
+    print(f"{where}: error: {message}\nhint: {hint}", file=sys.stderr)
     return 2
 
 
+class HeldOut(ValueError):
+    """A requested kernel is in the split's held-out set; ``str()`` names them, ``path`` the split file."""
+
+    def __init__(self, path: Path, names: list[str]) -> None:
+        super().__init__(
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} held out: a held-out kernel is "
+            "measured once, at the end, never for training data"
+        )
+        self.path = path
+
+
 def kernel_names(requested: list[str] | None, split_path: Path = SPLIT_COMPUTE_V1) -> list[str]:
-    """The kernels to measure: ``requested`` or the split's train set. :class:`ValueError` names a held-out
-    one."""
+    """The kernels to measure: ``requested`` or the split's train set. Raises :class:`HeldOut`."""
     split = load_split(split_path)
     names = list(requested or split.sets["train"])
     held = [n for n in names if n in split.sets["held_out"]]
     if held:
-        raise ValueError(
-            f"{split_path}: {', '.join(held)} {'is' if len(held) == 1 else 'are'} held out: a held-out "
-            "kernel is measured once, at the end, never for training data"
-        )
+        raise HeldOut(split_path, held)
     return names
 
 
@@ -356,6 +363,9 @@ def dry_run(kernels: list[Kernel], settings: Settings, count: int) -> int:
     rows: Counter = Counter()
     for k in kernels:
         drawer = Drawer(k, settings.kinds, settings.max_moves, random.Random(f"{settings.seed}:{k.name}"))
+        none = [kind for kind in settings.kinds if kind not in drawer.kinds]
+        print(f"{k.name}: drawing {', '.join(drawer.kinds) or 'nothing'}", end="")
+        print(f" (no {', '.join(none)} move on ptxas's text)" if none else "", flush=True)
         for _, s in zip(range(count), distinct_schedules(k, drawer), strict=False):
             try:
                 assemble_cuasm(s.text, source_name=f"<{k.name} {s.key}>")
@@ -490,8 +500,13 @@ def main(argv: list[str] | None = None) -> int:
         return _error("--max-moves must be at least 1", "a schedule is a chain of 1..--max-moves moves")
     try:
         names = kernel_names(args.kernels)
-    except (ValueError, SplitError) as exc:
-        return _error(str(exc), "measure the split's train kernels (the default) or memory_bound ones")
+    except HeldOut as exc:
+        where = exc.path.relative_to(ROOT) if exc.path.is_relative_to(ROOT) else exc.path
+        return _error(
+            str(exc), "measure the split's train kernels (the default) or memory_bound ones", str(where)
+        )
+    except SplitError as exc:
+        return _error(str(exc), "the split file is benchmarks/kernels/split_compute_v1.toml, as committed")
     out = args.out
     if not args.dry_run:
         if out is None or not out.name.endswith((".tar.xz", ".jsonl.gz")):

@@ -79,7 +79,7 @@ class Measurement:
     clock_sm_mhz: int | None
     method: str  # the search that measured it ("unknown" when the log does not say)
     log: str  # the source log's name
-    kinds: tuple[str, ...] = ()  # its moves' kinds in the order applied; () where the log does not record them
+    kinds: tuple[str, ...] = ()  # its moves' kinds in the order applied; () where the log does not say
     moves: tuple[str, ...] = ()  # those moves' descriptions
 
     @property
