@@ -20,24 +20,26 @@ the order applied); ``sass_lsp.perf.dataset.read_logs`` reads the campaign back 
 
 The output is one compressed file per campaign, written atomically: ``NAME.tar.xz`` (members
 ``NAME_measurements.jsonl`` and ``NAME_manifest.json``) or ``NAME.jsonl.gz`` (the manifest as the first
-record). The manifest: kernels, seed, kinds, budget, the tree's git revision (or a digest of its ``.py``
-files where there is no git checkout, as on the GPU machine), the GPU and its clocks. While it runs, the
-log grows next to the output (``NAME.log.jsonl``); it is packed and removed at the end, also when the run
-is interrupted or reaches its time limit.
+record). The manifest: kernels (and the kinds each could draw: renames that keep the occupancy may have
+none), seed, kinds, budget, a digest of the tree's sources (and ``git describe`` where git answers), the
+GPU and its clocks. While it runs, the log grows next to the output (``NAME.log.jsonl``); it is packed and
+removed at the end, also when the run is interrupted or reaches its time limit.
 
-    python benchmarks/move_campaign.py --dry-run --count 12              # draw, assemble, print; no GPU
-    python benchmarks/move_campaign.py --budget 240 --time-limit 540 --seed 0 \\
-        --out benchmarks/results/move_campaign_h200_s0.tar.xz
+    python benchmarks/move_campaign.py --dry-run --count 12         # draw, assemble, print; no GPU
+    python benchmarks/move_campaign.py --seed 0 --out benchmarks/results/move_campaign_s0.tar.xz
 
-On the GPU machine (the package carried as wheels in ``.whl``, set up as ``benchmarks/h200/eval.sh`` does):
+On the GPU machine: ``bash benchmarks/h200/pack.sh`` here fills ``.whl`` with the wheels its image lacks and
+its setup script; then one call per campaign,
 
-    run(command="source .whl/setup.sh && python3 benchmarks/move_campaign.py --budget 100 --time-limit 540
-        --seed 0 --out $OUT/move_campaign_h200_s0.tar.xz", carry=[".whl"])
+    run(command="source .whl/setup.sh && python3 benchmarks/move_campaign.py --seed 0 --budget 100
+        --time-limit 540 --out $OUT/move_campaign_s0.tar.xz", carry=[".whl"])
 
-A 600 s call fits five train kernels at 100 GPU s each (a measurement also spends CPU time assembling);
-several calls with other ``--seed`` values (or ``--kernels``) make several campaigns. Exit codes: 0 done,
-1 a drawn schedule did not assemble (``--dry-run``), 2 bad arguments (a held-out or unknown kernel),
-3 no GPU.
+and the file that comes back goes to ``benchmarks/results``. The kernels share ``--time-limit``: each gets
+an equal part of the wall time left, and stops at that or at ``--budget`` GPU seconds, whichever comes
+first (drawing and assembling a schedule take CPU time beside its GPU time), so a 600 s call holds the five
+train kernels at up to 100 GPU s each. Further calls with other ``--seed`` values (or ``--kernels``) make
+further campaigns. Exit codes: 0 done, 1 a drawn schedule did not assemble (``--dry-run``), 2 bad
+arguments (a held-out or unknown kernel), 3 no GPU.
 """
 
 from __future__ import annotations
@@ -249,7 +251,13 @@ def run_campaign(
 
 
 def tree_revision() -> dict[str, str]:
-    """The git revision (with ``-dirty`` when the tree has changes), else a digest of the tree's sources."""
+    """A digest of the tree's sources (``sass_lsp/**/*.py``, ``benchmarks/*.py``), and ``git describe`` where
+    git answers. Only the digest identifies a copied tree: the GPU machine's copy carries a ``.git`` that is
+    not the tree's (``benchmarks/h200/setup.sh``), so compare digests (``--revision`` prints this one's)."""
+    h = hashlib.sha256()
+    for p in sorted([*ROOT.glob("sass_lsp/**/*.py"), *ROOT.glob("benchmarks/*.py")]):
+        h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
+    out = {"tree_sha256": h.hexdigest()}
     try:
         rev = subprocess.run(
             ["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--abbrev=40"],
@@ -259,13 +267,10 @@ def tree_revision() -> dict[str, str]:
             check=True,
         ).stdout.strip()
         if rev:
-            return {"git": rev}
+            out["git_describe"] = rev
     except (OSError, subprocess.SubprocessError):
         pass
-    h = hashlib.sha256()
-    for p in sorted([*ROOT.glob("sass_lsp/**/*.py"), *ROOT.glob("benchmarks/*.py")]):
-        h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
-    return {"tree_sha256": h.hexdigest()}
+    return out
 
 
 def pack(out: Path, log: Path, manifest: dict[str, Any]) -> None:
@@ -463,7 +468,8 @@ def measure_all(kernels: list[Kernel], settings: Settings, out: Path) -> int:
             }
         except AppError as exc:
             print(
-                f"error: {exc}\nhint: run it on a machine with an NVIDIA GPU (or --dry-run)", file=sys.stderr
+                f"move_campaign.py: error: {exc}\nhint: run it where an NVIDIA GPU is (or --dry-run)",
+                file=sys.stderr,
             )
             return 3
 
@@ -495,7 +501,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="the campaign file: NAME.tar.xz or NAME.jsonl.gz")
     ap.add_argument("--dry-run", action="store_true", help="draw and assemble schedules; no GPU")
     ap.add_argument("--count", type=int, default=12, help="--dry-run: schedules per kernel")
+    ap.add_argument(
+        "--revision", action="store_true", help="print the tree's digest (the manifest's) and stop"
+    )
     args = ap.parse_args(argv)
+    if args.revision:
+        print(json.dumps(tree_revision()))
+        return 0
     if args.max_moves < 1:
         return _error("--max-moves must be at least 1", "a schedule is a chain of 1..--max-moves moves")
     try:
