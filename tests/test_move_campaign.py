@@ -113,6 +113,8 @@ def test_campaign_packs_one_file_that_the_dataset_reads_with_kinds(
     settings = mc.Settings(budget=5.0, time_limit=600.0, seed=3, max_moves=3)
     progress = mc.campaign(kernels, settings, out, stand_in_measure, stand_in_device)
     assert Counter(r.schedule.kernel for r in progress.rows) == {"triton_matmul": 5, "mm_f16_64x64x32": 5}
+    table = mc.summary(progress.rows)
+    assert "| triton_matmul | all | 5 | 5 |" in table and "| mm_f16_64x64x32 | all | 5 | 5 |" in table
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary file, the live log removed
     if suffix == ".tar.xz":
         with tarfile.open(out) as tar:
