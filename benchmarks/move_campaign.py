@@ -25,7 +25,7 @@ none), seed, kinds, budget, a digest of the tree's sources (and ``git describe``
 GPU and its clocks. While it runs, the log grows next to the output (``NAME.log.jsonl``); it is packed and
 removed at the end, also when the run is interrupted or reaches its time limit.
 
-    python benchmarks/move_campaign.py --dry-run --count 12         # draw, assemble, print; no GPU
+    python benchmarks/move_campaign.py --dry-run --count 12         # draw, assemble, check, print; no GPU
     python benchmarks/move_campaign.py --seed 0 --out benchmarks/results/move_campaign_s0.tar.xz
 
 On the GPU machine: ``bash benchmarks/h200/pack.sh`` here fills ``.whl`` with the wheels its image lacks and
@@ -41,8 +41,8 @@ train kernels at up to 100 GPU s each, with time left to compile the CUDA C kern
 call killed before that still brings back the live log, ``NAME.log.jsonl``, in ``$OUT``). Further calls
 with other ``--seed`` values (or ``--kernels``) make further campaigns.
 
-Exit codes: 0 done, 1 a drawn schedule did not assemble (``--dry-run``), 2 bad arguments (a held-out or
-unknown kernel), 3 no GPU.
+Exit codes: 0 done, 1 a drawn schedule did not assemble or the checker flags it (``--dry-run``), 2 bad
+arguments (a held-out or unknown kernel), 3 no GPU.
 """
 
 from __future__ import annotations
@@ -363,17 +363,29 @@ def load(names: list[str], work: Path) -> list[Kernel]:
     return out
 
 
+def findings(text: str, arch: str) -> Counter:
+    """The checker's findings on ``text`` (and parse errors), by code and message, lines left out."""
+    from sass_lsp.analysis import check_module
+    from sass_lsp.cuasm import parse_cuasm
+
+    module, diags = parse_cuasm(text)
+    got = Counter(f"parse: {d.message}" for d in diags if d.severity == "error")
+    got.update(f"{f.code}: {f.message}" for f in check_module(module, arch))
+    return got
+
+
 def dry_run(kernels: list[Kernel], settings: Settings, count: int) -> int:
-    """Draw ``count`` schedules per kernel, assemble each, print them and the counts per kind."""
+    """Draw ``count`` schedules per kernel, assemble and check each, print them and the counts per kind."""
     from sass_lsp.cuasm import AssembleError, assemble_cuasm
 
-    failed = 0
+    failed = flagged = 0
     rows: Counter = Counter()
     for k in kernels:
         drawer = Drawer(k, settings.kinds, settings.max_moves, random.Random(f"{settings.seed}:{k.name}"))
         none = [kind for kind in settings.kinds if kind not in drawer.kinds]
         print(f"{k.name}: drawing {', '.join(drawer.kinds) or 'nothing'}", end="")
         print(f" (no {', '.join(none)} move on ptxas's text)" if none else "", flush=True)
+        before = findings(k.text, k.arch)
         for _, s in zip(range(count), distinct_schedules(k, drawer), strict=False):
             try:
                 assemble_cuasm(s.text, source_name=f"<{k.name} {s.key}>")
@@ -381,6 +393,12 @@ def dry_run(kernels: list[Kernel], settings: Settings, count: int) -> int:
             except AssembleError as exc:
                 failed += 1
                 status = f"error: {str(exc).splitlines()[0][:200]}"
+            new = findings(s.text, k.arch) - before  # what the checker says of it and not of ptxas's text
+            if new:
+                flagged += 1
+                status += f", checker: {sum(new.values())} new finding(s), first: {next(iter(new))[:200]}"
+            else:
+                status += ", checker silent"
             rows[(k.name, s.kind_set)] += 1
             kinds = ",".join(s.kinds)
             print(f"{k.name} {s.key} {len(s.moves)} moves [{kinds}] {status}", flush=True)
@@ -391,8 +409,11 @@ def dry_run(kernels: list[Kernel], settings: Settings, count: int) -> int:
     for (_, kinds), n in rows.items():
         for kind in kinds.split("+"):
             per_kind[kind] += n
-    print(f"schedules with each kind: {dict(sorted(per_kind.items()))}; not assembled: {failed}")
-    return 1 if failed else 0
+    print(
+        f"schedules with each kind: {dict(sorted(per_kind.items()))}; not assembled: {failed}; "
+        f"with checker findings ptxas's text lacks: {flagged}"
+    )
+    return 1 if failed or flagged else 0
 
 
 def manifest(
@@ -502,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=500.0, help="wall seconds for the whole campaign")
     ap.add_argument("--seed", type=int, default=0, help="the draws' random stream (per kernel)")
     ap.add_argument("--out", type=Path, help="the campaign file: NAME.tar.xz or NAME.jsonl.gz")
-    ap.add_argument("--dry-run", action="store_true", help="draw and assemble schedules; no GPU")
+    ap.add_argument("--dry-run", action="store_true", help="draw, assemble and check schedules; no GPU")
     ap.add_argument("--count", type=int, default=12, help="--dry-run: schedules per kernel")
     ap.add_argument(
         "--revision", action="store_true", help="print the tree's digest (the manifest's) and stop"

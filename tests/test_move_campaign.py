@@ -77,8 +77,10 @@ def test_dry_run_prints_the_draws_and_their_counts(capsys: pytest.CaptureFixture
     assert mc.main(["--dry-run", "--kernels", *TRAIN, "--count", "4", "--max-moves", "2"]) == 0
     out = capsys.readouterr().out
     lines = [ln for ln in out.splitlines() if " moves [" in ln]
-    assert len(lines) == 8 and all(ln.endswith("assembles") for ln in lines)
-    assert "| triton_matmul |" in out and "not assembled: 0" in out
+    assert len(lines) == 8 and all(ln.endswith("assembles, checker silent") for ln in lines)
+    assert (
+        "| triton_matmul |" in out and "not assembled: 0; with checker findings ptxas's text lacks: 0" in out
+    )
 
 
 class StandInRunner:
