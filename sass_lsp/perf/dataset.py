@@ -314,6 +314,9 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
     ptr, slots, nodes = [0], [], []
     dropped: Counter = Counter()
     for m in rows:
+        if set(m.kinds) - {"reorder"}:  # its control codes or registers differ: the order alone loses that
+            dropped[f"{m.kernel}: not a reordering"] += 1
+            continue
         if m.kernel not in kernels:
             kernels[m.kernel] = len(kernels)
             models[m.kernel] = OriginalOrders(m.original, arch, m.function)
@@ -322,9 +325,6 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
             n_nodes.append(len(models[m.kernel].k.nodes))
         elif m.original != origs[kernels[m.kernel]]:
             dropped[f"{m.kernel}: another original"] += 1
-            continue
-        if set(m.kinds) - {"reorder"}:  # its control codes or registers differ: the order alone loses that
-            dropped[f"{m.kernel}: not a reordering"] += 1
             continue
         orders = models[m.kernel].orders(m.text)
         if orders is None:
