@@ -191,6 +191,8 @@ class Row:
 
 @dataclass
 class Settings:
+    """What a campaign draws (kinds, chain length, seed) and how long it measures."""
+
     kinds: tuple[str, ...] = KINDS
     max_moves: int = 4
     budget: float = 100.0  # GPU seconds per kernel
