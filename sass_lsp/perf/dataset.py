@@ -14,6 +14,11 @@ of the ``confirm`` record that closes its segment of the log), absent when the s
 ``random`` draw independent random legal moves from ptxas's order; every other method's rows are what a
 search chose to measure, so their schedules are confounded with what measured fast.
 
+A log that records its schedules (``benchmarks/move_campaign.py``: a ``schedule`` record before each
+measurement, with its method, move kinds and moves; a ``device`` record per kernel with the GPU and its
+clocks) gives each row those kinds and its method, and the clocks when its segment has no confirmation.
+Only pure reorderings enter a campaign file (:func:`build` counts the others as dropped).
+
     python -m sass_lsp.perf.dataset build            # every campaign of benchmarks/results
     python -m sass_lsp.perf.dataset stats [FILE.npz]  # counts per kernel and method
 """
@@ -55,7 +60,7 @@ KNOWN_METHODS = {
     "reorder_measurements_h200_run18.jsonl.gz": "annealing",
     "policy_finetune_measurements_h200.jsonl": "policy_finetune",
 }
-RANDOM_METHODS = frozenset({"random"})
+RANDOM_METHODS = frozenset({"random", "random_moves"})  # random_moves: move_campaign.py's chains
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class Measurement:
     clock_sm_mhz: int | None
     method: str  # the search that measured it ("unknown" when the log does not say)
     log: str  # the source log's name
+    kinds: tuple[str, ...] = ()  # its moves' kinds in the order applied; () where the log does not say
+    moves: tuple[str, ...] = ()  # those moves' descriptions
 
     @property
     def random(self) -> bool:
@@ -155,8 +162,10 @@ def _count(row: dict) -> int:
 
 
 def _clock(confirm: dict | None) -> int | None:
+    """The SM clock a confirmation read before timing (or a device record read)."""
+    clocks = (confirm or {}).get("clocks_before") or (confirm or {}).get("clocks") or {}
     try:
-        return int(float(confirm["clocks_before"]["clocks.sm"]))  # type: ignore[index]
+        return int(float(clocks["clocks.sm"]))
     except (TypeError, KeyError, ValueError):
         return None
 
@@ -166,18 +175,25 @@ def measurements(records: list[dict], eval_json: dict | None, log: str) -> Itera
     methods = _segment_methods(records, eval_json, log)
     confirms = [r for r in records if r.get("kind") == "confirm"] + [None]
     originals: dict[str, dict] = {}
+    schedules: dict[tuple[str, str], dict] = {}  # (kernel, key) -> its schedule record
+    devices: dict[str, dict] = {}  # kernel -> its latest device record
     seg = 0
     for r in records:
         kind = r.get("kind")
         if kind == "original":
             originals[r["kernel"]] = r
+        elif kind == "schedule":
+            schedules[(r["kernel"], r["key"])] = r
+        elif kind == "device":
+            devices[r["kernel"]] = r
         elif kind == "confirm":
             seg += 1
         elif kind == "screen" and r.get("verdict") == "match" and r.get("speedup") and "edits" in r:
             orig = originals.get(r["kernel"])
             if orig is None:
                 continue
-            confirm = confirms[seg]
+            confirm = confirms[seg] or devices.get(r["kernel"])  # a device record's clocks: "clocks"
+            sched = schedules.get((r["kernel"], r["key"]), {})
             yield Measurement(
                 kernel=r["kernel"],
                 function=orig.get("function"),
@@ -187,10 +203,12 @@ def measurements(records: list[dict], eval_json: dict | None, log: str) -> Itera
                 speedup=float(r["speedup"]),
                 low=float(r["low"]),
                 high=float(r["high"]),
-                gpu=(confirm or {}).get("device", {}).get("gpu"),
+                gpu=((confirm or {}).get("device") or {}).get("gpu"),
                 clock_sm_mhz=_clock(confirm),
-                method=methods[seg],
+                method=sched.get("method") or methods[seg],
                 log=log,
+                kinds=tuple(sched.get("kinds", ())),
+                moves=tuple(sched.get("moves", ())),
             )
 
 
@@ -296,6 +314,9 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
     ptr, slots, nodes = [0], [], []
     dropped: Counter = Counter()
     for m in rows:
+        if set(m.kinds) - {"reorder"}:  # its control codes or registers differ: the order alone loses that
+            dropped[f"{m.kernel}: not a reordering"] += 1
+            continue
         if m.kernel not in kernels:
             kernels[m.kernel] = len(kernels)
             models[m.kernel] = OriginalOrders(m.original, arch, m.function)
