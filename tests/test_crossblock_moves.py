@@ -272,6 +272,53 @@ def _reach(k: Kernel) -> list[set[int]]:
     return out
 
 
+def test_dependent_pairs_keep_ptxas_distances_along_the_path() -> None:
+    """Along P then B, every dependent pair keeps min(ptxas's distance, its floor) as inside a block: the
+    repair alone, judging the moved text, would cut some (the test of the padding), apply never does."""
+    short_without = 0
+    for name in ("triton_layernorm", "triton_matmul", "rmsnorm_f32_4096"):
+        text = original(name)
+        for move in sample(moves_of(name), 3, random.Random(f"dist:{name}")):
+            new = cb.apply(text, move)
+            assert _short_pairs(text, new, move) == 0, move.description
+            bare = _without_padding(text, move)
+            short_without += _short_pairs(text, bare, move)
+    assert short_without > 0
+
+
+def _without_padding(text: str, move: cb.CrossBlockMove) -> str:
+    keep = cb._keep_distances
+    try:
+        cb._keep_distances = lambda t, *_a: t
+        return cb.apply(text, move)
+    finally:
+        cb._keep_distances = keep
+
+
+def _short_pairs(text: str, new: str, move: cb.CrossBlockMove) -> int:
+    """Dependent pairs along P then B of ``new`` closer than ptxas's distance (capped) in ``text``."""
+    from sass_lsp.schedule.deps import kernel_context
+
+    k0, k1 = kernel(text, move.kernel), kernel(new, move.kernel)
+    order = [i for i in range(len(k0.nodes)) if i != move.node]
+    order.insert(move.to_node, move.node)
+    p, b = (move.to_block, move.from_block) if move.kind == "hoist" else (move.from_block, move.to_block)
+
+    def path(k: Kernel) -> list[int]:
+        return [*range(k.blocks[p].start, k.blocks[p].end), *range(k.blocks[b].start, k.blocks[b].end)]
+
+    t0, t = {}, 0
+    for x in path(k0):
+        t0[x], t = t, t + k0.nodes[x].ctrl.stall
+    t1, t = [], 0
+    for x in path(k1):
+        t1.append(t)
+        t += k1.nodes[x].ctrl.stall
+    pairs = cb._path_pairs(kernel_context(k0, SEM), [order[x] for x in path(k1)], t0, SEM)
+    assert pairs
+    return sum(t1[c] - t1[a] < need for a, c, need in pairs)
+
+
 def test_labels_named_by_nvinfo_keep_their_instruction() -> None:
     """Exit and cooperative-group offsets name instructions through labels: after any move, every such label
     still precedes the same instruction."""

@@ -45,10 +45,22 @@ instructions after it up to the first that touches the reused register are the s
 every ``.reuse`` of it is dropped (with the word trailer's reuse bits). Then P and B are repaired in
 program order (P first, so B's entry state sees P's new stalls) with :func:`repair.repair_block` on the new
 order, written with :func:`repair.block_edit`.
+
+Timing: the repair judges the moved text, whose stalls are not ptxas's for the pairs the move brought
+together, so two things keep ptxas's timing. A sink gives its stall to the instruction of P before it (after
+it when it was first), so P keeps its length and what P's successors wait for has as long as before (a sink
+whose sum would not fit the 4-bit field is not offered). After the repair, along the path P then B every
+dependent pair keeps what the repair keeps inside one block (:func:`_keep_distances`: fixed-latency RAW at
+least its latency and min(ptxas's distance, the placement floor), WAW min(ptxas's distance, the producer's
+longest latency), a late read and its next writer min(ptxas's distance, ``LATE_READ_CAP``)); where one came
+out shorter, the instructions before the later one wait the difference. Pairs with blocks off the path (a
+producer in P's predecessor of a hoisted instruction) get what the repair gives any instruction at a block's
+start: the checker's latency from the entry state.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -58,7 +70,14 @@ from sass_lsp.analysis.program import Block, Kernel, build_kernel
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.isa.semantics import Semantics, load_semantics, reused_units
-from sass_lsp.schedule.deps import MAX_STALL, block_deps, kernel_context
+from sass_lsp.schedule.deps import (
+    LATE_READ_CAP,
+    MAX_STALL,
+    UNTRUSTED_RAW_FLOOR,
+    KernelContext,
+    block_deps,
+    kernel_context,
+)
 from sass_lsp.schedule.repair import block_edit, repair_block, repaired_texts
 
 KINDS = ("hoist", "sink")
@@ -413,7 +432,7 @@ def apply(text: str, move: CrossBlockMove, arch: str | None = None) -> str:
     text = "".join(_move_line(lines, k, move))
     for block in sorted({move.from_block, move.to_block}):  # program order: the entry state sees the change
         text = _repair(text, move.kernel, block, sem)
-    return text
+    return _keep_distances(text, k, order, move, sem)
 
 
 def _pad_node(pb: Block, i: int) -> int:
@@ -517,6 +536,102 @@ def _repair(text: str, name: str, block: int, sem: Semantics) -> str:
     lines = text.splitlines(keepends=True)
     first, last, new = block_edit(lines, k, block, order, ctrls, texts)
     return "".join(lines[: first - 1] + new + lines[last:])
+
+
+# ---------------------------------------------------------------- distances along P -> B
+
+
+def _keep_distances(text: str, k0: Kernel, order: list[int], move: CrossBlockMove, sem: Semantics) -> str:
+    """Along the path P then B, every dependent pair keeps what the reorder repair keeps inside a block:
+    a fixed-latency RAW pair at least its latency and min(ptxas's distance, the placement floor), a WAW pair
+    min(ptxas's distance, the older producer's longest latency), a late read (memory or variable-latency
+    source without R scoreboard) and its next writer min(ptxas's distance, ``LATE_READ_CAP``). Pairs the
+    move put in one block, or in two, were judged by the repair against the moved text, not ptxas's: where
+    one came out shorter, the instruction before the later one waits the difference longer."""
+    module, _ = _kernels(text)
+    k1 = _kernel_named(module, move.kernel, sem)
+    p, b = (move.to_block, move.from_block) if move.kind == "hoist" else (move.from_block, move.to_block)
+    path0 = [*range(k0.blocks[p].start, k0.blocks[p].end), *range(k0.blocks[b].start, k0.blocks[b].end)]
+    path1 = [*range(k1.blocks[p].start, k1.blocks[p].end), *range(k1.blocks[b].start, k1.blocks[b].end)]
+    t0 = dict(
+        zip(path0, itertools.accumulate((k0.nodes[x].ctrl.stall for x in path0), initial=0), strict=False)
+    )
+    stalls = [k1.nodes[x].ctrl.stall for x in path1]
+    ctx = kernel_context(k0, sem)
+    add = [0] * len(path1)
+    for a, c, need in _path_pairs(ctx, [order[x] for x in path1], t0, sem):
+        t1 = list(itertools.accumulate((s + e for s, e in zip(stalls, add, strict=True)), initial=0))
+        short = need - (t1[c] - t1[a])
+        q = c - 1
+        while short > 0 and q >= a:
+            room = MAX_STALL - stalls[q] - add[q]
+            give = min(room, short)
+            add[q] += give
+            short -= give
+            q -= 1
+        if short > 0:
+            raise CrossBlockMoveError(f"line {move.line}: no room to keep a distance of {need} cycles")
+    if not any(add):
+        return text
+    lines = text.splitlines(keepends=True)
+    limit = sem.param("max_stall_without_yield")
+    for x, extra in zip(path1, add, strict=True):
+        if extra:
+            nd = k1.nodes[x]
+            line = _add_stall(lines[nd.line - 1], extra)
+            if limit is not None and nd.ctrl.stall + extra > limit and not nd.ctrl.yield_flag:
+                line = _strip_reuse(_YIELD.sub(":Y:S", line, count=1))  # (repair's rule: no .reuse with Y)
+            lines[nd.line - 1] = line
+    return "".join(lines)
+
+
+_YIELD = re.compile(r":-:S(?=\d\d\])")
+
+
+def _path_pairs(
+    ctx: KernelContext, ids: list[int], t0: dict[int, int], sem: Semantics
+) -> list[tuple[int, int, int]]:
+    """(position a, position c, cycles) of the dependent pairs of the straight path ``ids`` (original node
+    indices in their new order) and the distance each must keep, as :func:`deps._block_facts` forms them
+    with ``t0`` (ptxas's issue cycles along the original path) as ptxas's distances."""
+    out = []
+    last_fixed: dict[int, tuple[int, str]] = {}
+    late_readers: dict[int, list[int]] = {}
+    for c, j in enumerate(ids):
+        f = ctx.nodes[j]
+        if f.never:
+            continue
+        for u, kind in f.reads:
+            hit = last_fixed.get(u)
+            if hit is None:
+                continue
+            a, pipe = hit
+            fp = ctx.nodes[ids[a]]
+            if fp.guard is not None and f.guard == fp.guard and f.neg != fp.neg:
+                continue
+            row = sem.latency(pipe, f.pipe, kind)
+            if row is None:
+                continue
+            placed = sem.placement_latency(pipe, f.pipe, kind) or row.cycles
+            floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
+            out.append((a, c, max(row.cycles, min(floor, t0[j] - t0[ids[a]]))))
+        for u in f.defs:
+            hit = last_fixed.get(u)
+            if hit is not None:
+                a, pipe = hit
+                out.append((a, c, min(t0[j] - t0[ids[a]], ctx.maxlat.get(pipe, 0))))
+            for a in late_readers.pop(u, ()):
+                out.append((a, c, min(t0[j] - t0[ids[a]], LATE_READ_CAP)))
+        if (f.variable or f.mem is not None) and f.rsb is None and not f.gmma:
+            for u in f.late:
+                late_readers.setdefault(u, []).append(c)
+        for u in f.defs:
+            pipe = f.dst_pipe.get(u)
+            if pipe is None:
+                last_fixed.pop(u, None)
+            else:
+                last_fixed[u] = (c, pipe)
+    return sorted(out, key=lambda x: (x[1], x[0]))
 
 
 # ---------------------------------------------------------------- chains and the search's neighbour
