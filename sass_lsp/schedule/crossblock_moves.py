@@ -32,19 +32,22 @@ The instruction
   (``Semantics.is_barrier``), no flow, not HGMMA-like, not positional (clocks, ``Semantics.positional``),
   not a warp-collective (VOTE, SHFL, MATCH, REDUX, ...: a hoist above a guarded EXIT changes the active
   threads), of a known pipe, not NOP, and not fixed or glued by the block's reorder dependences.
-- It has no dependence, in any direction (RAW, WAR, WAW on every unit its effects name, guard included),
-  with any instruction it crosses: the ones before it in B and P's terminator (hoist), the ones after it in
-  P (sink). So every read still reads the write it read before, on every path.
+- None of its registers is one an HGMMA-like instruction of the kernel names.
+- It crosses no ``@!PT`` placeholder, and has no dependence, in any direction (RAW, WAR, WAW on every unit
+  its effects name, guard included), with any instruction it crosses: the ones before it in B and P's
+  terminator (hoist), the ones after it in P and a pinned first instruction of B (sink). So every read
+  still reads the write it read before, on every path.
+- Sinks leave P one instruction at least, hoists leave B one (the block structure stays).
 - Loads are not moved: "cannot fault" needs the address proven in bounds or guarded as the load it follows,
   which nothing here proves.
 
-The edit: the instruction's line moves (hoist: just before P's terminator, or after P's last instruction
-when P falls through; sink: just before B's first instruction, after B's labels); the instruction lines of
-the span keep their ``/*addr*/`` slots in order. ``.reuse`` stays on an instruction only where the
-instructions after it up to the first that touches the reused register are the same as before; otherwise
-every ``.reuse`` of it is dropped (with the word trailer's reuse bits). Then P and B are repaired in
-program order (P first, so B's entry state sees P's new stalls) with :func:`repair.repair_block` on the new
-order, written with :func:`repair.block_edit`.
+The edit: the instruction's line moves (hoist: just before P's terminator, or after P's last instruction when
+P falls through; sink: just before B's first instruction, after B's labels, or after that instruction when it
+is pinned); the instruction lines of the span keep their ``/*addr*/`` slots in order. ``.reuse`` stays on an
+instruction only where the instructions after it up to the first that touches the reused register are the same
+as before; otherwise every ``.reuse`` of it is dropped (with the word trailer's reuse bits). Then P and B are
+repaired in program order (P first, so B's entry state sees P's new stalls) with :func:`repair.repair_block`
+on the new order, written with :func:`repair.block_edit`.
 
 Timing: the repair judges the moved text, whose stalls are not ptxas's for the pairs the move brought
 together, so two things keep ptxas's timing. A sink gives its stall to the instruction of P before it (after
@@ -226,8 +229,8 @@ class _Enumerator:
             return False
         if self.sem.is_barrier(eff.opcode) or self.sem.positional(nd.text):
             return False
-        if not eff.def_units:
-            return False
+        if not eff.def_units or not (eff.def_units | eff.use_units).isdisjoint(self.ctx.gmma_units):
+            return False  # (HGMMA reads and writes its registers asynchronously)
         deps = self._deps(block)
         return i not in deps.fixed and i not in deps.glued
 
@@ -235,6 +238,8 @@ class _Enumerator:
         ei = self.k.nodes[i].eff
         for j in others:
             ej = self.k.nodes[j].eff
+            if ej.never:
+                return False  # @!PT placeholders keep their neighbours (deps._placeholders)
             if not ei.use_units.isdisjoint(ej.def_units):
                 return False
             if not ei.def_units.isdisjoint(ej.use_units | ej.def_units):
