@@ -406,3 +406,33 @@ def test_hardware_benchmark_dry_run(tmp_path, capsys, monkeypatch) -> None:
     printed = capsys.readouterr().out
     assert [json.loads(x) for x in printed.splitlines() if x.startswith("{")] == rows
     assert "triton_softmax" in printed and "legal moves: hoist 2, sink 6" in printed
+
+
+def test_optimize_cross_block_walk() -> None:
+    """``optimize --moves cross-block``: one annealing walk of cross-block moves, every schedule clean (a
+    stand-in measures it); cross-block combines with control only."""
+    import argparse
+    import zlib
+
+    from sass_lsp import app
+    from sass_lsp.cli_policy import _move_kinds
+    from sass_lsp.gpu.corpus import load_kernel
+    from sass_lsp.schedule.search import schedule_key
+
+    name = "triton_softmax"
+    cubin, spec = load_kernel(name)
+    orig = app.Original(original(name), "sm_90", cubin, spec, None)
+    assert app.DEFAULT_MOVES == ("reorder", "control") and "cross-block" in app.MOVE_KINDS
+
+    def measure(text: str) -> Measured:
+        assert findings(text) == []
+        s = 0.98 + (zlib.crc32(text.encode()) % 400) / 10_000
+        return Measured(schedule_key(text), "match", s, s - 0.001, s + 0.001, seconds=1.0)
+
+    log = app.policy_search(orig, app.SearchChoice(moves=("cross-block",)), net=None)(measure, 5.0)
+    assert log.trials and {t.candidate.source for t in log.trials} == {"cross-block"}
+    with pytest.raises(ValueError, match="control only"):
+        app.policy_search(orig, app.SearchChoice(moves=("cross-block", "reorder")), net=None)
+    assert _move_kinds("cross-block,control") == ("cross-block", "control")
+    with pytest.raises(argparse.ArgumentTypeError, match="control only"):
+        _move_kinds("rename,cross-block")
