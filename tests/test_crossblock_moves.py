@@ -320,25 +320,28 @@ def _short_pairs(text: str, new: str, move: cb.CrossBlockMove) -> int:
 
 
 def test_labels_named_by_nvinfo_keep_their_instruction() -> None:
-    """Exit and cooperative-group offsets name instructions through labels: after any move, every such label
-    still precedes the same instruction."""
+    """Exit and cooperative-group offsets name instructions through labels (``.word .L_x_1@srel``, and
+    CuAssembler's offset markers): after any move, every such label still precedes the same instruction."""
     name = "triton_softmax"
     text = original(name)
-    named = cb._referenced_labels(text)
-    assert named
-    before = _labelled(text, named)
+    before = _labelled(text)
+    assert sum(lab.startswith(cb.OFFSET_MARK) for lab, _ in before) > 5
+    assert sum(lab in cb._referenced_labels(text) for lab, _ in before) > 5
     for move in moves_of(name):
-        assert _labelled(cb.apply(text, move), named) == before, move.description
+        assert _labelled(cb.apply(text, move)) == before, move.description
 
 
-def _labelled(text: str, labels: frozenset[str]) -> dict[str, str]:
-    out = {}
+def _labelled(text: str) -> list[tuple[str, str]]:
+    """(label, the instruction it precedes) for the referenced labels and the offset markers, in order (a
+    marker's name holds its line number: the name is cut there)."""
+    named = cb._referenced_labels(text)
+    out = []
     for kn in kernel_names(text):
         k = kernel(text, kn)
-        for lab, i in k.label_node.items():
-            if lab in labels and i < len(k.nodes):
-                out[lab] = _plain(k.nodes[i].text)
-    return out
+        for lab, i in sorted(k.label_node.items(), key=lambda x: x[1]):
+            if i < len(k.nodes) and (lab in named or lab.startswith(cb.OFFSET_MARK)):
+                out.append((lab if lab in named else lab.rsplit(".", 1)[0], _plain(k.nodes[i].text)))
+    return sorted(out)
 
 
 def test_assembles_with_the_same_instruction_count() -> None:

@@ -21,10 +21,10 @@ The edge (conservative: a wrong move corrupts a kernel, a missed one only costs 
   moved instruction's results (backward liveness over the CFG over every register, predicate and uniform
   unit; a guarded write does not kill; a call, return or unresolved branch makes everything live) and do
   not write them within the producer's longest latency (a later write must not land first).
-- A label at B's start that is referenced other than by a branch (an ``@srel`` word in ``.nv.info``: exit
-  and cooperative-group instruction offsets) names B's first instruction: that one stays first (it is not
-  hoisted, and a sink lands after it, crossing it). A terminator that carries a label itself (a
-  one-instruction block) takes no hoist (the instruction would land after its label).
+- A label at B's start that is referenced other than by a branch (an ``@srel`` word in ``.nv.info``: exit and
+  cooperative-group instruction offsets), or CuAssembler's offset marker, names B's first instruction: that
+  one stays first (it is not hoisted, and a sink lands after it, crossing it). A terminator that carries a
+  label itself (a one-instruction block) takes no hoist (the instruction would land after its label).
 - No call, return or unresolved branch ends P.
 
 The instruction
@@ -81,13 +81,14 @@ from sass_lsp.schedule.deps import (
     block_deps,
     kernel_context,
 )
-from sass_lsp.schedule.repair import block_edit, repair_block, repaired_texts
+from sass_lsp.schedule.repair import RepairError, block_edit, repair_block, repaired_texts
 
 KINDS = ("hoist", "sink")
 # Results that depend on which threads of the warp are active (a hoist above a guarded EXIT changes that).
 COLLECTIVE = frozenset({"VOTE", "VOTEU", "SHFL", "MATCH", "REDUX", "ELECT", "WARPSYNC", "CREDUX", "FENCE"})
 # Fixed-latency pipes of plain arithmetic (not MMA, R2UR, or the control pipe's NOP/BSSY/WARPSYNC...).
 PIPES = frozenset({"alu", "fma", "fma_wide", "uniform", "umov"})
+OFFSET_MARK = ".CUASM_OFFSET_LABEL."  # CuAssembler's label naming an instruction for an nvinfo offset
 _ADDR = re.compile(r"/\*[0-9a-fA-F]+\*/")
 _REUSE = re.compile(r"\.reuse\b")
 _ALL = (1 << 1024) - 1
@@ -206,8 +207,9 @@ class _Enumerator:
 
     def _pinned(self, s: int) -> bool:
         """B's first instruction must stay first: a label at B's start names it for something other than a
-        branch (an ``@srel`` word of ``.nv.info``: exit or cooperative-group instruction offsets)."""
-        return any(lab in self.referenced for lab in self.k.blocks[s].labels)
+        branch (an ``@srel`` word of ``.nv.info``: exit or cooperative-group instruction offsets), or it is
+        CuAssembler's offset marker for one."""
+        return any(lab in self.referenced or lab.startswith(OFFSET_MARK) for lab in self.k.blocks[s].labels)
 
     def _terminator(self, p: int) -> int | None:
         """P's last node when it is a flow instruction (branch, exit), else None (P falls through)."""
@@ -657,12 +659,27 @@ def random_moves(
 ) -> tuple[str, list[CrossBlockMove]]:
     done: list[CrossBlockMove] = []
     for _ in range(n):
-        move = pick_move(crossblock_moves(text, arch, kinds=kinds), rng)
-        if move is None:
+        made = _apply_some(text, crossblock_moves(text, arch, kinds=kinds), rng, arch)
+        if made is None:
             break
-        text = apply(text, move, arch)
+        text, move = made
         done.append(move)
     return text, done
+
+
+def _apply_some(
+    text: str, moves: list[CrossBlockMove], rng: random.Random, arch: str | None
+) -> tuple[str, CrossBlockMove] | None:
+    """A random move of ``moves`` applied; one that apply cannot make (no room in a stall field to keep a
+    distance, a block the repair refuses) is dropped from ``moves`` and another drawn."""
+    while True:
+        move = pick_move(moves, rng)
+        if move is None:
+            return None
+        try:
+            return apply(text, move, arch), move
+        except (CrossBlockMoveError, RepairError):
+            moves.remove(move)
 
 
 def neighbour(
@@ -686,9 +703,9 @@ def neighbour(
         seen[text] = moves
         while len(seen) > cache:
             seen.pop(next(iter(seen)))
-        move = pick_move(moves, rng)
-        if move is None:
+        made = _apply_some(text, moves, rng, arch)
+        if made is None:
             return None
-        return Candidate(apply(text, move, arch), source, (move.description,))
+        return Candidate(made[0], source, (made[1].description,))
 
     return propose
