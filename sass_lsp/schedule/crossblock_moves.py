@@ -32,7 +32,8 @@ The instruction
   (``Semantics.is_barrier``), no flow, not HGMMA-like, not positional (clocks, ``Semantics.positional``),
   not a warp-collective (VOTE, SHFL, MATCH, REDUX, ...: a hoist above a guarded EXIT changes the active
   threads), of a known pipe, not NOP, and not fixed or glued by the block's reorder dependences.
-- None of its registers is one an HGMMA-like instruction of the kernel names.
+- If one of its registers is one an HGMMA-like instruction of the kernel names, it crosses no HGMMA,
+  WARPGROUP, HGMMA wait or DEPBAR (its place relative to the asynchronous accesses stays as it was).
 - It crosses no ``@!PT`` placeholder, and has no dependence, in any direction (RAW, WAR, WAW on every unit
   its effects name, guard included), with any instruction it crosses: the ones before it in B and P's
   terminator (hoist), the ones after it in P and a pinned first instruction of B (sink). So every read
@@ -88,6 +89,7 @@ KINDS = ("hoist", "sink")
 COLLECTIVE = frozenset({"VOTE", "VOTEU", "SHFL", "MATCH", "REDUX", "ELECT", "WARPSYNC", "CREDUX", "FENCE"})
 # Fixed-latency pipes of plain arithmetic (not MMA, R2UR, or the control pipe's NOP/BSSY/WARPSYNC...).
 PIPES = frozenset({"alu", "fma", "fma_wide", "uniform", "umov"})
+GMMA_ORDER = frozenset({"gmma", "gmma_wait", "warpgroup"})  # what orders HGMMA's asynchronous registers
 OFFSET_MARK = ".CUASM_OFFSET_LABEL."  # CuAssembler's label naming an instruction for an nvinfo offset
 _ADDR = re.compile(r"/\*[0-9a-fA-F]+\*/")
 _REUSE = re.compile(r"\.reuse\b")
@@ -231,17 +233,20 @@ class _Enumerator:
             return False
         if self.sem.is_barrier(eff.opcode) or self.sem.positional(nd.text):
             return False
-        if not eff.def_units or not (eff.def_units | eff.use_units).isdisjoint(self.ctx.gmma_units):
-            return False  # (HGMMA reads and writes its registers asynchronously)
+        if not eff.def_units:
+            return False
         deps = self._deps(block)
         return i not in deps.fixed and i not in deps.glued
 
     def _independent(self, i: int, others: Sequence[int]) -> bool:
         ei = self.k.nodes[i].eff
+        gmma = not (ei.def_units | ei.use_units).isdisjoint(self.ctx.gmma_units)
         for j in others:
             ej = self.k.nodes[j].eff
             if ej.never:
                 return False  # @!PT placeholders keep their neighbours (deps._placeholders)
+            if gmma and (ej.flags & GMMA_ORDER or self.ctx.nodes[j].depbar is not None):
+                return False  # HGMMA reads and writes its registers asynchronously: stay on its side
             if not ei.use_units.isdisjoint(ej.def_units):
                 return False
             if not ei.def_units.isdisjoint(ej.use_units | ej.def_units):
@@ -257,11 +262,11 @@ class _Enumerator:
         if term is not None and term == pb.start and pb.labels:
             return []  # the instruction would land after the terminator's label
         others = [x for x in pb.succs if x != s]
-        if others and term is None:
+        if (others and term is None) or b.end - b.start < 2:
             return []
         out = []
         for i in range(b.start + self._pinned(s), b.end):
-            if b.end - b.start < 2 or not self._movable(s, i):
+            if not self._movable(s, i):
                 continue
             crossed = list(range(b.start, i)) + ([term] if term is not None else [])
             if not self._independent(i, crossed):
@@ -283,11 +288,11 @@ class _Enumerator:
         last = pb.end - 1 if term is None else term - 1
         b = k.blocks[s]
         pin = self._pinned(s)  # then the instruction goes after B's first one, not before it
-        if pin and b.end - b.start < 2:
+        if (pin and b.end - b.start < 2) or pb.end - pb.start < 2:
             return out
         at = b.start + pin
         for i in range(pb.start, last + 1):
-            if pb.end - pb.start < 2 or not self._movable(p, i):
+            if not self._movable(p, i):
                 continue
             pad = _pad_node(pb, i)
             if k.nodes[pad].ctrl.stall + k.nodes[i].ctrl.stall > MAX_STALL:
