@@ -69,6 +69,8 @@ def _move_kinds(raw: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in raw.split(",") if k.strip())
     if not kinds or set(kinds) - set(app.MOVE_KINDS):
         raise argparse.ArgumentTypeError(f"{raw!r}: some of {','.join(app.MOVE_KINDS)}, comma-separated")
+    if "cross-block" in kinds and not set(kinds) <= app.CROSS_BLOCK_WITH:
+        raise argparse.ArgumentTypeError(f"{raw!r}: cross-block combines with control only")
     return kinds
 
 
@@ -661,7 +663,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "same-bank sources; never one that lowers occupancy); with reorder and control, the reorder search "
         "takes half the budget and the control-code walk the rest, from the best reordering found; with "
         "rename, one annealing walk makes renames and (with reorder) uniform reorder moves of the renamed "
-        "text instead of --search, then the control-code walk as before (default: reorder,control)",
+        "text instead of --search, then the control-code walk as before; cross-block (an arithmetic "
+        "instruction hoisted into its block's only predecessor or sunk into its only successor, both "
+        "blocks' control codes repaired; alone or with control only) is one annealing walk of such moves "
+        "(default: reorder,control)",
     )
     p.add_argument(
         "--no-model-prior",

@@ -14,6 +14,7 @@ policy, the GPU packages only inside those that use them.
 from sass_lsp.app.errors import AppError
 from sass_lsp.app.kernel import assemble, kernel_arch, launch_spec
 from sass_lsp.app.optimize import (
+    CROSS_BLOCK_WITH,
     DEFAULT_MOVES,
     MOVE_KINDS,
     Optimized,
@@ -29,6 +30,7 @@ from sass_lsp.app.suggest import RANKINGS, suggest
 from sass_lsp.app.timing import time_edit
 
 __all__ = [
+    "CROSS_BLOCK_WITH",
     "DEFAULT_MOVES",
     "MOVE_KINDS",
     "AppError",

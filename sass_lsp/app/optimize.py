@@ -57,7 +57,8 @@ def original_kernel(
     return Original(text, arch, cubin if cubin is not None else assemble(text, source), spec, gpu)
 
 
-MOVE_KINDS = ("reorder", "control", "rename")  # ``optimize --moves``
+MOVE_KINDS = ("reorder", "control", "rename", "cross-block")  # ``optimize --moves``
+CROSS_BLOCK_WITH = frozenset({"cross-block", "control"})  # what cross-block combines with
 DEFAULT_MOVES = ("reorder", "control")
 CONTROL_SHARE = 0.5  # of the budget, with both kinds: the control-code walk from the best reorder found
 
@@ -85,10 +86,20 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     """The search ``choice`` over ``original``: the policy-guided reorder search, annealing over control-code
     moves (yield, reuse, stalls: :mod:`sass_lsp.schedule.control_moves`), or the first for half the budget
     and the second from the schedule it measured surest faster (imports torch). With ``rename`` the first
-    is :func:`rename_search` instead (renames, and uniform reorder moves with ``reorder``)."""
+    is :func:`rename_search` instead (renames, and uniform reorder moves with ``reorder``); with
+    ``cross-block`` (alone or with ``control`` only) it is :func:`crossblock_search`."""
     unknown = set(choice.moves) - set(MOVE_KINDS)
     if unknown or not choice.moves:
         raise ValueError(f"moves must be some of {', '.join(MOVE_KINDS)}, not {', '.join(choice.moves)}")
+    if "cross-block" in choice.moves:
+        if not set(choice.moves) <= CROSS_BLOCK_WITH:
+            raise ValueError(f"cross-block combines with control only, not {', '.join(choice.moves)}")
+        walk = crossblock_search(original, choice.seed)
+        if "control" not in choice.moves:
+            return walk
+        from sass_lsp.schedule.search import chained
+
+        return chained(walk, control_search(original, choice.seed), 1 - CONTROL_SHARE)
     if "rename" in choice.moves:
         walk = rename_search(original, choice.seed, reorder="reorder" in choice.moves)
         if "control" not in choice.moves:
@@ -179,6 +190,22 @@ def rename_search(original: Original, seed: int, *, reorder: bool = True) -> Sea
         if cand is not None:
             base_of.setdefault(schedule_key(cand.text), base)
         return cand
+
+    def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
+        return annealing(propose, original.text, measure, budget, random.Random(seed), on_trial=on_trial)
+
+    return search
+
+
+def crossblock_search(original: Original, seed: int) -> Search:
+    """Annealing on GPU time where each step hoists or sinks one instruction over a block boundary
+    (:mod:`sass_lsp.schedule.crossblock_moves`, both blocks' control codes repaired)."""
+    import random
+
+    from sass_lsp.schedule import crossblock_moves
+    from sass_lsp.schedule.search import annealing
+
+    propose = crossblock_moves.neighbour(original.text, original.arch)
 
     def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
         return annealing(propose, original.text, measure, budget, random.Random(seed), on_trial=on_trial)
