@@ -20,7 +20,11 @@ uniformly, which ``policy_prior.py`` rates above the policy's alone on sgemm_til
 ``optimize``'s default since its six 300 s rows led), ``policy_surrogate_mix_pairs`` (that search with the
 surrogate over pairs of instructions out of ptxas's order instead of displacements, which
 ``surrogate_replay.py`` rates higher offline and which confirmed less on the H200, runs 58-59) and
-``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart).
+``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart). Beyond reorders
+(issue #33's table and its ablation): ``random_all`` (random legal chains of reorder, control and rename
+moves, screened in order), ``control``, ``rename`` and ``cross_block`` (``optimize --moves`` of that kind
+alone: annealing on GPU time), and ``optimize_default`` (``optimize``'s default: the reorder search, then
+control codes). ``policy_surrogate_mix_prior`` is the reorder search alone.
 
     python benchmarks/reorder_eval.py --policy sass_lsp/policy/models/reorder-v2 --budget 20 --json OUT.json
 
@@ -42,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -55,6 +60,7 @@ from sass_lsp.gpu.corpus import corpus_dir
 from sass_lsp.gpu.optimize import Search
 from sass_lsp.policy.checkpoint import bundled_policy
 from sass_lsp.schedule.search import (
+    Candidate,
     annealing,
     greedy_candidates,
     neighbour,
@@ -85,9 +91,13 @@ SURROGATE_ROWS = {  # row -> policy_search's policy_surrogate with (its share of
 # (the reorder search with the performance model's prior for half the budget, then control codes).
 CHOICES = {
     "control": app.SearchChoice(moves=("control",)),
+    "rename": app.SearchChoice(moves=("rename",)),
+    "cross_block": app.SearchChoice(moves=("cross-block",)),
     "optimize_default": app.SearchChoice(),
 }
-METHODS = ("random", "greedy", "annealing", *POLICY_METHODS, "surrogate", "control")
+# random_all: random legal chains over reorder, control and rename moves (move_campaign.py's draws), screened
+RANDOM_ALL_KINDS = ("reorder", "control", "rename")
+METHODS = ("random", "random_all", "greedy", "annealing", *POLICY_METHODS, "surrogate", *CHOICES)
 
 
 def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, object]]:
@@ -131,14 +141,18 @@ def run_method(
     text: str,
     arch: str,
     kernel: str,
-    net,
-    seed: int,  # noqa: ANN001
+    net,  # noqa: ANN001
+    seed: int,
+    threads: int | None = None,
 ) -> Search | app.SearchChoice:
     """The method's search, bound to its proposer (``(measure, budget, on_trial=...) -> SearchLog``), or the
-    policy-guided search that ``app.optimize_kernel`` builds."""
+    policy-guided search that ``app.optimize_kernel`` builds. ``threads``: per block (renames keep the
+    occupancy it gives)."""
     rng = random.Random(seed)
     if method == "random":
         return partial(screen, random_candidates(text, arch, rng, kernel=kernel))
+    if method == "random_all":
+        return partial(screen, random_chains(text, arch, kernel, threads, rng))
     if method == "greedy":
         return partial(screen, greedy_candidates(text, arch, kernel=kernel))
     if method == "annealing":
@@ -157,6 +171,18 @@ def run_method(
         prior = method == "policy_surrogate_mix_prior"
         return app.SearchChoice(name, seed, share, features, prior=prior, moves=("reorder",))
     raise ValueError(method)
+
+
+def random_chains(
+    text: str, arch: str, kernel: str, threads: int | None, rng: random.Random
+) -> Iterator[Candidate]:
+    """Distinct random chains of 1-4 legal moves over ``RANDOM_ALL_KINDS``, as ``move_campaign.py`` draws
+    them."""
+    from move_campaign import Drawer, Kernel, distinct_schedules
+
+    k = Kernel(kernel, "", text, arch, kernel, threads)
+    for s in distinct_schedules(k, Drawer(k, RANDOM_ALL_KINDS, 4, rng)):
+        yield Candidate(s.text, "random_all", s.moves)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             measure = app.kernel_measure(original, runner, args.log, name)
             for method in args.methods:
                 t0 = time.time()
-                search = run_method(method, text, original.arch, spec.kernel, net, args.seed)
+                threads = math.prod(spec.block)
+                search = run_method(method, text, original.arch, spec.kernel, net, args.seed, threads)
                 # screening, then the best confirmed
                 result = app.optimize_kernel(
                     original, runner, args.budget, search=search, net=net, measure=measure

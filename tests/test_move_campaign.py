@@ -167,3 +167,22 @@ def test_an_interrupted_campaign_still_packs_what_it_measured(
     with pytest.raises(KeyboardInterrupt):
         mc.campaign(kernels, mc.Settings(budget=5.0), out, measure_for, stand_in_device)
     assert len(list(ds.read_logs(out))) == 2
+
+
+def test_reorder_eval_random_all_screens_the_campaigns_chains(kernels: list[mc.Kernel]) -> None:
+    """``reorder_eval.py --methods random_all`` (the table's random baseline over the new move set) screens
+    distinct legal chains of every kind; the per-kind rows are ``optimize`` settings."""
+    import reorder_eval
+
+    k = next(k for k in kernels if k.name == "triton_matmul")
+    chains = reorder_eval.random_chains(k.text, k.arch, k.function, k.threads, random.Random(3))
+    drawn = [next(chains) for _ in range(12)]
+    assert len({c.text for c in drawn}) == 12 and all(c.source == "random_all" for c in drawn)
+    firsts = {m.split()[0] for c in drawn for m in c.moves}  # "rename", "node" (a reorder), control moves
+    assert {"rename", "node"} <= firsts and firsts & {"stall", "yield", "reuse"}, firsts
+    for c in drawn[:3]:
+        assert findings(c.text) == []
+        assemble_cuasm(c.text, verify=False)
+    for method in ("rename", "cross_block", "control"):
+        choice = reorder_eval.run_method(method, k.text, k.arch, k.function, None, 0, k.threads)
+        assert choice.moves == (method.replace("_", "-"),)
