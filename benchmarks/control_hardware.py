@@ -110,17 +110,35 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser, kinds: tuple[str, ...], what: str = "moves") -> None:
+    """The options every move kind's hardware check takes."""
     ap.add_argument("--kernels", nargs="*", help="corpus or benchmarks/kernels names (default: the corpus)")
     ap.add_argument("--count", type=int, default=12, help="mutants per kernel")
-    ap.add_argument("--moves", type=parse_moves, default=(1, 4), help="moves per mutant: N or LO-HI")
-    ap.add_argument("--kinds", nargs="*", choices=KINDS, default=list(KINDS))
+    ap.add_argument("--moves", type=parse_moves, default=(1, 4), help=f"{what} per mutant: N or LO-HI")
+    ap.add_argument("--kinds", nargs="*", choices=kinds, default=list(kinds))
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--jobs", type=int, default=8, help="processes making and assembling mutants")
     ap.add_argument("--time-limit", type=float, default=0.0, help="stop verifying after S seconds (0: never)")
     ap.add_argument("--json", type=Path, help="write the verdicts here, one JSON line per mutant")
     ap.add_argument("--dry-run", action="store_true", help="make and print the mutants; no GPU")
+
+
+def verdicts(pool, rows: list[dict], kernels: dict, args: argparse.Namespace, t0: float) -> list[dict]:  # noqa: ANN001
+    """Each mutant's verdict from the GPU, or with ``--dry-run`` the mutants printed (and written) unrun."""
+    print(f"{len(rows)} mutants in {time.time() - t0:.1f} s", flush=True)
+    if not args.dry_run:
+        return _verify(pool, rows, kernels, args.time_limit, t0, args.json)
+    out = [_row(r, "dry_run") for r in rows]
+    for r in out:
+        print(json.dumps(r), flush=True)
+    if args.json:
+        write_atomic(args.json, "".join(json.dumps(r) + "\n" for r in out))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap, KINDS)
     args = ap.parse_args(argv)
 
     from sass_lsp.gpu.corpus import corpus_names
@@ -133,17 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             _kernel_mutants, count=args.count, moves=args.moves, seed=args.seed, kinds=tuple(args.kinds)
         )
         made = pool.map(make, [(name, text) for name, (_c, _s, text) in kernels.items()])
-        rows = [r for kernel_rows in made for r in kernel_rows]
-        print(f"{len(rows)} mutants in {time.time() - t0:.1f} s", flush=True)
-        if args.dry_run:
-            out = [_row(r, "dry_run") for r in rows]
-        else:
-            out = _verify(pool, rows, kernels, args.time_limit, t0, args.json)
-    if args.dry_run:
-        for r in out:
-            print(json.dumps(r), flush=True)
-        if args.json:
-            write_atomic(args.json, "".join(json.dumps(r) + "\n" for r in out))
+        out = verdicts(pool, [r for kernel_rows in made for r in kernel_rows], kernels, args, t0)
     print(summary(out))
     return 0
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
-import json
 import random
 import sys
 import tempfile
@@ -29,9 +28,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from control_hardware import _row, _verify, load_texts, parse_moves, summary
+from control_hardware import add_arguments, load_texts, summary, verdicts
 
-from sass_lsp.files import write_atomic
 from sass_lsp.schedule.crossblock_moves import KINDS, crossblock_moves, random_moves
 
 
@@ -73,15 +71,7 @@ def _kernel_work(item: tuple[str, str], **kw: object) -> tuple[dict, list[dict]]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", nargs="*", help="corpus or benchmarks/kernels names (default: the corpus)")
-    ap.add_argument("--count", type=int, default=12, help="mutants per kernel")
-    ap.add_argument("--moves", type=parse_moves, default=(1, 4), help="moves per mutant: N or LO-HI")
-    ap.add_argument("--kinds", nargs="*", choices=KINDS, default=list(KINDS))
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--jobs", type=int, default=8, help="processes making and assembling mutants")
-    ap.add_argument("--time-limit", type=float, default=0.0, help="stop verifying after S seconds (0: never)")
-    ap.add_argument("--json", type=Path, help="write the verdicts here, one JSON line per mutant")
-    ap.add_argument("--dry-run", action="store_true", help="make and print the mutants; no GPU")
+    add_arguments(ap, KINDS, "moves")
     args = ap.parse_args(argv)
 
     from sass_lsp.gpu.corpus import corpus_names
@@ -97,16 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         made = list(pool.map(make, items))
         rows = [r for _counts, kernel_rows in made for r in kernel_rows]
         legal = {name: counts for (name, _t), (counts, _r) in zip(items, made, strict=True)}
-        print(f"{len(rows)} mutants in {time.time() - t0:.1f} s", flush=True)
-        if args.dry_run:
-            out = [_row(r, "dry_run") for r in rows]
-        else:
-            out = _verify(pool, rows, kernels, args.time_limit, t0, args.json)
-    if args.dry_run:
-        for r in out:
-            print(json.dumps(r), flush=True)
-        if args.json:
-            write_atomic(args.json, "".join(json.dumps(r) + "\n" for r in out))
+        out = verdicts(pool, rows, kernels, args, t0)
     for name, counts in legal.items():
         print(f"{name:20s} legal moves: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in args.kinds))
     print(summary(out))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
-import json
+import math
 import random
 import sys
 import tempfile
@@ -30,9 +30,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from control_hardware import _row, _verify, load_texts, parse_moves, summary
+from control_hardware import add_arguments, load_texts, summary, verdicts
 
-from sass_lsp.files import write_atomic
 from sass_lsp.schedule.rename_moves import KINDS, random_moves, rename_moves
 
 
@@ -89,28 +88,10 @@ def _kernel_work(item: tuple[str, str, int | None], **kw: object) -> tuple[dict,
     return counts, mutants(name, text, threads_per_block=threads, **kw)  # type: ignore[arg-type]
 
 
-def _threads(spec: object) -> int | None:
-    block = getattr(spec, "block", None)
-    if not block:
-        return None
-    n = 1
-    for x in block:
-        n *= int(x)
-    return n
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", nargs="*", help="corpus or benchmarks/kernels names (default: the corpus)")
-    ap.add_argument("--count", type=int, default=12, help="mutants per kernel")
-    ap.add_argument("--moves", type=parse_moves, default=(1, 4), help="renames per mutant: N or LO-HI")
-    ap.add_argument("--kinds", nargs="*", choices=KINDS, default=list(KINDS))
+    add_arguments(ap, KINDS, "renames")
     ap.add_argument("--allow-occupancy-loss", action="store_true", help="also renames that lower occupancy")
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--jobs", type=int, default=8, help="processes making and assembling mutants")
-    ap.add_argument("--time-limit", type=float, default=0.0, help="stop verifying after S seconds (0: never)")
-    ap.add_argument("--json", type=Path, help="write the verdicts here, one JSON line per mutant")
-    ap.add_argument("--dry-run", action="store_true", help="make and print the mutants; no GPU")
     args = ap.parse_args(argv)
 
     from sass_lsp.gpu.corpus import corpus_names
@@ -127,20 +108,11 @@ def main(argv: list[str] | None = None) -> int:
             kinds=tuple(args.kinds),
             allow_occupancy_loss=args.allow_occupancy_loss,
         )
-        items = [(name, text, _threads(spec)) for name, (_c, spec, text) in kernels.items()]
+        items = [(name, text, math.prod(spec.block)) for name, (_c, spec, text) in kernels.items()]
         made = list(pool.map(make, items))
         rows = [r for _counts, kernel_rows in made for r in kernel_rows]
         legal = {name: counts for (name, _t, _n), (counts, _r) in zip(items, made, strict=True)}
-        print(f"{len(rows)} mutants in {time.time() - t0:.1f} s", flush=True)
-        if args.dry_run:
-            out = [_row(r, "dry_run") for r in rows]
-        else:
-            out = _verify(pool, rows, kernels, args.time_limit, t0, args.json)
-    if args.dry_run:
-        for r in out:
-            print(json.dumps(r), flush=True)
-        if args.json:
-            write_atomic(args.json, "".join(json.dumps(r) + "\n" for r in out))
+        out = verdicts(pool, rows, kernels, args, t0)
     for name, counts in legal.items():
         print(f"{name:20s} legal renames: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in args.kinds))
     print(summary(out))

@@ -20,6 +20,7 @@ from sass_lsp.analysis.program import Kernel, build_kernel
 from sass_lsp.cuasm import assemble_cuasm, parse_cuasm
 from sass_lsp.isa.semantics import load_semantics
 from sass_lsp.schedule import crossblock_moves as cb
+from sass_lsp.schedule.liveness import liveness, mask
 from sass_lsp.schedule.search import Measured, annealing
 
 KERNELS = sorted(p.stem for p in TRITON_CORPUS.glob("*.cuasm"))
@@ -203,7 +204,7 @@ def test_illegal_moves_are_caught_by_the_dataflow_oracle() -> None:
         offered = {(m.node, m.to_block, m.kind) for m in moves_of(name)}
         for kn in kernel_names(text):
             k = kernel(text, kn)
-            live = cb._live_in(k)
+            live = liveness(k).live_in
             for p in k.blocks:
                 last = k.nodes[p.end - 1]
                 if "branch" not in last.eff.flags or len(p.succs) < 2:
@@ -217,7 +218,7 @@ def test_illegal_moves_are_caught_by_the_dataflow_oracle() -> None:
                             continue
                         crossed = range(b.start, i)
                         depends = any(not eff.use_units.isdisjoint(k.nodes[j].eff.def_units) for j in crossed)
-                        live_other = any(live[o] & cb._mask(eff.def_units) for o in others)
+                        live_other = any(live[o] & mask(eff.def_units) for o in others)
                         if not (depends or live_other):
                             continue
                         term = p.end - 1

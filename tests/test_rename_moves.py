@@ -21,6 +21,7 @@ from sass_lsp.isa.semantics import load_semantics
 from sass_lsp.model import Instruction
 from sass_lsp.schedule import rename_moves as rn
 from sass_lsp.schedule.deps import block_deps
+from sass_lsp.schedule.liveness import GPR_UNITS, liveness
 from sass_lsp.schedule.observation import EDGE_WAR, EDGE_WAW
 from sass_lsp.schedule.search import Measured, annealing
 
@@ -62,7 +63,7 @@ def dataflow(text: str, live_out: list[list[int]] | None = None) -> list:
     reaches there. Renaming a register consistently keeps this; a partial or live-out rename does not."""
     out = []
     for n, k in enumerate(kernels(text)):
-        lives = live_out[n] if live_out else [_units(m) for m in rn._live_out(k)]
+        lives = live_out[n] if live_out else [_units(m & GPR_UNITS) for m in liveness(k).live_out]
         for b in k.blocks:
             last: dict[int, int] = {}
             reads = []
@@ -84,7 +85,7 @@ def _units(mask: int) -> list[int]:
 
 @functools.cache
 def live_of(name: str) -> list[list[list[int]]]:
-    return [[_units(m) for m in rn._live_out(k)] for k in kernels(original(name))]
+    return [[_units(m & GPR_UNITS) for m in liveness(k).live_out] for k in kernels(original(name))]
 
 
 def sample(moves, per_kind: int, rng: random.Random) -> list[rn.RenameMove]:
@@ -145,7 +146,7 @@ def test_a_bad_rename_is_caught_by_the_dataflow_oracle() -> None:
     assert dataflow(rn.apply(text, partial), live_of(name)) != flow
     # A live-out value: a write whose register a later block reads, renamed with all its reads in the block.
     k = kernels(text)[0]
-    live = rn._live_out(k)
+    live = [m & GPR_UNITS for m in liveness(k).live_out]
     offered = {(m.def_line, m.old) for m in moves_of(name)}
     caught = 0
     for b in k.blocks:

@@ -82,6 +82,7 @@ from sass_lsp.schedule.deps import (
     block_deps,
     kernel_context,
 )
+from sass_lsp.schedule.liveness import liveness, mask
 from sass_lsp.schedule.repair import RepairError, block_edit, repair_block, repaired_texts
 
 KINDS = ("hoist", "sink")
@@ -93,7 +94,6 @@ GMMA_ORDER = frozenset({"gmma", "gmma_wait", "warpgroup"})  # what orders HGMMA'
 OFFSET_MARK = ".CUASM_OFFSET_LABEL."  # CuAssembler's label naming an instruction for an nvinfo offset
 _ADDR = re.compile(r"/\*[0-9a-fA-F]+\*/")
 _REUSE = re.compile(r"\.reuse\b")
-_ALL = (1 << 1024) - 1
 
 
 class CrossBlockMoveError(ValueError):
@@ -170,7 +170,7 @@ class _Enumerator:
         self.unresolved = {i for i, _ in k.unresolved}
         self.dom = _dominators(k)
         self.loops = _loops(k, self.dom)
-        self.live_in = _live_in(k)
+        self.live_in = liveness(k).live_in
 
     def _deps(self, b: int):  # noqa: ANN202
         d = self.deps.get(b)
@@ -307,11 +307,11 @@ class _Enumerator:
         the producer's longest latency (so the later write lands last)."""
         k = self.k
         eff = k.nodes[i].eff
-        mask = _mask(eff.def_units)
+        written = mask(eff.def_units)
         lat = self.ctx.maxlat.get(eff.pipe, 0)
         lat = max([lat] + [self.ctx.maxlat.get(pp, 0) for pp in self.ctx.nodes[i].dst_pipe.values()])
         for o in others:
-            if self.live_in[o] & mask:
+            if self.live_in[o] & written:
                 return False
             ob = k.blocks[o]
             cycles = 0
@@ -335,13 +335,6 @@ class _Enumerator:
         return CrossBlockMove(
             kind, self.k.name, nd.line, i, to_node, frm, to, pos, anchor, after, nd.eff.opcode, desc
         )
-
-
-def _mask(units: frozenset[int]) -> int:
-    out = 0
-    for u in units:
-        out |= 1 << u
-    return out
 
 
 def _dominators(k: Kernel) -> list[set[int]]:
@@ -384,42 +377,6 @@ def _loops(k: Kernel, dom: list[set[int]]) -> list[frozenset[int]]:
             for x in body:
                 out[x].add(h)
     return [frozenset(s) for s in out]
-
-
-def _live_in(k: Kernel) -> list[int]:
-    """Per block, every unit (registers, predicates, uniform registers) live at its start: backward
-    liveness over the CFG. A guarded write does not kill; a block that calls, returns or ends in a branch the
-    CFG does not resolve has everything live at its end."""
-    nb = len(k.blocks)
-    gen = [0] * nb
-    kill = [0] * nb
-    opaque = [False] * nb
-    unresolved = {i for i, _ in k.unresolved}
-    for b in k.blocks:
-        g = kl = 0
-        for i in range(b.start, b.end):
-            eff = k.nodes[i].eff
-            if eff.never:
-                continue
-            g |= _mask(eff.use_units) & ~kl
-            if eff.guard is None and not eff.guard_neg:
-                kl |= _mask(eff.def_units)
-            if "call" in eff.flags or "ret" in eff.flags or i in unresolved:
-                opaque[b.idx] = True
-        gen[b.idx], kill[b.idx] = g, kl
-    live_in = [0] * nb
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(k.blocks):
-            out = _ALL if opaque[b.idx] else 0
-            for s in b.succs:
-                out |= live_in[s]
-            inn = gen[b.idx] | (out & ~kill[b.idx])
-            if inn != live_in[b.idx]:
-                live_in[b.idx] = inn
-                changed = True
-    return live_in
 
 
 # ---------------------------------------------------------------- apply

@@ -68,6 +68,7 @@ from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import RESERVED_REGISTERS, module_arch, registers_needed
 from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.isa.semantics import RegisterRef, Semantics, load_semantics
+from sass_lsp.schedule.liveness import GPR_UNITS, liveness, mask
 
 KINDS = ("false_dep", "bank")
 NUM_GPR = 255  # R0..R254; R255 is RZ
@@ -270,7 +271,7 @@ class _Enumerator:
         self.declared = declared
         self.regs = register_count([nd.text for nd in k.nodes], arch, declared)
         self.warps = occupancy(self.regs, rules.threads_per_block)
-        self.live_out = _live_out(k)
+        self.live_out = [out & GPR_UNITS for out in liveness(k).live_out]
         self.block_of = {i: b.idx for b in k.blocks for i in range(b.start, b.end)}
 
     # ------------------------------------------------------------ ranges
@@ -324,7 +325,7 @@ class _Enumerator:
                     return None  # a guarded or partial write: the old value may live on
                 kill = j
                 break
-        if kill is None and self.live_out[block] & _mask(units):
+        if kill is None and self.live_out[block] & mask(units):
             return None
         return _Range(block, d, base, width, reads, w, kill)
 
@@ -512,54 +513,6 @@ class _Enumerator:
             dropped,
             f"{what}: {why}",
         )
-
-
-def _mask(units: Sequence[int]) -> int:
-    out = 0
-    for u in units:
-        out |= 1 << u
-    return out
-
-
-_ALL = (1 << 256) - 1
-
-
-def _live_out(k: Kernel) -> list[int]:
-    """Per block, the GPRs (bit masks) live at its end: backward liveness over the CFG. A guarded write does
-    not kill; a block that calls, returns (to a caller that may read anything) or ends in a branch the CFG
-    does not resolve has everything live at its end."""
-    nb = len(k.blocks)
-    gen = [0] * nb
-    kill = [0] * nb
-    opaque = [False] * nb
-    unresolved = {i for i, _ in k.unresolved}
-    for b in k.blocks:
-        g = kl = 0
-        for i in range(b.start, b.end):
-            eff = k.nodes[i].eff
-            if eff.never:
-                continue
-            uses = _mask([u for u in eff.use_units if u < 256])
-            g |= uses & ~kl
-            if eff.guard is None and not eff.guard_neg:
-                kl |= _mask([u for u in eff.def_units if u < 256])
-            if "call" in eff.flags or "ret" in eff.flags or i in unresolved:
-                opaque[b.idx] = True
-        gen[b.idx], kill[b.idx] = g, kl
-    live_in = [0] * nb
-    live_out = [0] * nb
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(k.blocks):
-            out = _ALL if opaque[b.idx] else 0
-            for s in b.succs:
-                out |= live_in[s]
-            inn = gen[b.idx] | (out & ~kill[b.idx])
-            if out != live_out[b.idx] or inn != live_in[b.idx]:
-                live_out[b.idx], live_in[b.idx] = out, inn
-                changed = True
-    return live_out
 
 
 class _BlockChains:
