@@ -25,6 +25,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -46,31 +47,38 @@ def parse_moves(spec: str) -> tuple[int, int]:
     return out
 
 
-def mutants(
-    name: str, text: str, count: int, moves: tuple[int, int], seed: int, kinds: tuple[str, ...]
+def distinct_mutants(
+    name: str,
+    text: str,
+    count: int,
+    moves: tuple[int, int],
+    seed: int,
+    chain: Callable[[str, int, random.Random], tuple[str, list]],
+    where: Callable[[list], dict] = lambda done: {"lines": [m.line for m in done]},
 ) -> list[dict]:
-    """Up to ``count`` distinct mutants of one kernel's text, each 1..n control moves chained."""
+    """Up to ``count`` distinct mutants of one kernel's text, each ``chain(text, n, rng)``: 1..n moves of
+    one kind chained, each legal on the text the previous ones left. ``where`` says where the moves are."""
     rng = random.Random(f"{seed}:{name}")
     rows: list[dict] = []
     seen = {text}
     for _ in range(count * 4):
         if len(rows) == count:
             break
-        new, done = random_moves(text, rng.randint(*moves), rng, original=text, kinds=kinds)
+        new, done = chain(text, rng.randint(*moves), rng)
         if not done or new in seen:
             continue
         seen.add(new)
-        rows.append(
-            {
-                "kernel": name,
-                "i": len(rows),
-                "moves": [m.description for m in done],
-                "kinds": [m.kind for m in done],
-                "lines": [m.line for m in done],
-                "text": new,
-            }
-        )
+        moved = {"moves": [m.description for m in done], "kinds": [m.kind for m in done]}
+        rows.append({"kernel": name, "i": len(rows), **moved, **where(done), "text": new})
     return rows
+
+
+def mutants(
+    name: str, text: str, count: int, moves: tuple[int, int], seed: int, kinds: tuple[str, ...]
+) -> list[dict]:
+    """Up to ``count`` distinct mutants of one kernel's text, each 1..n control moves chained."""
+    chain = functools.partial(random_moves, original=text, kinds=kinds)
+    return distinct_mutants(name, text, count, moves, seed, chain)
 
 
 def _kernel_mutants(item: tuple[str, str], **kw: object) -> list[dict]:

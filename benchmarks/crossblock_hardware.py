@@ -21,14 +21,13 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
-import random
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from control_hardware import add_arguments, load_texts, summary, verdicts
+from control_hardware import add_arguments, distinct_mutants, load_texts, summary, verdicts
 
 from sass_lsp.schedule.crossblock_moves import KINDS, crossblock_moves, random_moves
 
@@ -36,28 +35,8 @@ from sass_lsp.schedule.crossblock_moves import KINDS, crossblock_moves, random_m
 def mutants(
     name: str, text: str, count: int, moves: tuple[int, int], seed: int, kinds: tuple[str, ...]
 ) -> list[dict]:
-    """Up to ``count`` distinct mutants of one kernel's text, each 1..n moves chained."""
-    rng = random.Random(f"{seed}:{name}")
-    rows: list[dict] = []
-    seen = {text}
-    for _ in range(count * 4):
-        if len(rows) == count:
-            break
-        new, done = random_moves(text, rng.randint(*moves), rng, kinds=kinds)
-        if not done or new in seen:
-            continue
-        seen.add(new)
-        rows.append(
-            {
-                "kernel": name,
-                "i": len(rows),
-                "moves": [m.description for m in done],
-                "kinds": [m.kind for m in done],
-                "lines": [m.line for m in done],
-                "text": new,
-            }
-        )
-    return rows
+    """Up to ``count`` distinct mutants of one kernel's text, each 1..n cross-block moves chained."""
+    return distinct_mutants(name, text, count, moves, seed, functools.partial(random_moves, kinds=kinds))
 
 
 def legal_counts(text: str, kinds: tuple[str, ...]) -> dict:

@@ -23,14 +23,13 @@ import argparse
 import collections
 import functools
 import math
-import random
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from control_hardware import add_arguments, load_texts, summary, verdicts
+from control_hardware import add_arguments, distinct_mutants, load_texts, summary, verdicts
 
 from sass_lsp.schedule.rename_moves import KINDS, random_moves, rename_moves
 
@@ -46,35 +45,17 @@ def mutants(
     allow_occupancy_loss: bool = False,
 ) -> list[dict]:
     """Up to ``count`` distinct mutants of one kernel's text, each 1..n renames chained."""
-    rng = random.Random(f"{seed}:{name}")
-    rows: list[dict] = []
-    seen = {text}
-    for _ in range(count * 4):
-        if len(rows) == count:
-            break
-        new, done = random_moves(
-            text,
-            rng.randint(*moves),
-            rng,
-            kinds=kinds,
-            threads_per_block=threads_per_block,
-            allow_occupancy_loss=allow_occupancy_loss,
-        )
-        if not done or new in seen:
-            continue
-        seen.add(new)
-        rows.append(
-            {
-                "kernel": name,
-                "i": len(rows),
-                "moves": [m.description for m in done],
-                "kinds": [m.kind for m in done],
-                "lines": [m.def_line for m in done],
-                "regs": [done[0].regs_before, done[-1].regs_after],
-                "text": new,
-            }
-        )
-    return rows
+    chain = functools.partial(
+        random_moves,
+        kinds=kinds,
+        threads_per_block=threads_per_block,
+        allow_occupancy_loss=allow_occupancy_loss,
+    )
+
+    def where(done: list) -> dict:
+        return {"lines": [m.def_line for m in done], "regs": [done[0].regs_before, done[-1].regs_after]}
+
+    return distinct_mutants(name, text, count, moves, seed, chain, where)
 
 
 def legal_counts(text: str, kinds: tuple[str, ...], threads_per_block: int | None, allow: bool) -> dict:
