@@ -59,6 +59,7 @@ from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.isa.semantics import Operand, Semantics, load_semantics
 from sass_lsp.model import Instruction
 from sass_lsp.schedule.deps import block_deps, entry_bounds, exit_bounds, kernel_context
+from sass_lsp.schedule.moves import pick_move
 
 KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall")
 # Pipes whose instructions keep their yield bit (control flow, NOP, BSSY/BSYNC, WARPSYNC, ...).
@@ -406,18 +407,6 @@ def random_moves(
         text = apply(text, move)
         done.append(move)
     return text, done
-
-
-def pick_move(moves: Sequence[ControlMove], rng: random.Random) -> ControlMove | None:
-    """A kind uniformly among those with a move, then one of its moves uniformly (stall moves outnumber
-    the others several times over)."""
-    by_kind: dict[str, list[ControlMove]] = {}
-    for m in moves:
-        by_kind.setdefault(m.kind, []).append(m)
-    if not by_kind:
-        return None
-    kind = rng.choice(sorted(by_kind))
-    return rng.choice(by_kind[kind])
 
 
 def neighbour(

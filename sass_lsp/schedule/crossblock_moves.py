@@ -83,6 +83,7 @@ from sass_lsp.schedule.deps import (
     kernel_context,
 )
 from sass_lsp.schedule.liveness import liveness, mask
+from sass_lsp.schedule.moves import pick_move
 from sass_lsp.schedule.repair import RepairError, block_edit, repair_block, repaired_texts
 
 KINDS = ("hoist", "sink")
@@ -604,16 +605,6 @@ def _path_pairs(
 
 
 # ---------------------------------------------------------------- chains and the search's neighbour
-
-
-def pick_move(moves: Sequence[CrossBlockMove], rng: random.Random) -> CrossBlockMove | None:
-    """A kind uniformly among those with a move, then one of its moves uniformly."""
-    by_kind: dict[str, list[CrossBlockMove]] = {}
-    for m in moves:
-        by_kind.setdefault(m.kind, []).append(m)
-    if not by_kind:
-        return None
-    return rng.choice(by_kind[rng.choice(sorted(by_kind))])
 
 
 def random_moves(

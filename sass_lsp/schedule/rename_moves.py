@@ -69,6 +69,7 @@ from sass_lsp.cuasm.assembler import RESERVED_REGISTERS, module_arch, registers_
 from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.isa.semantics import RegisterRef, Semantics, load_semantics
 from sass_lsp.schedule.liveness import GPR_UNITS, liveness, mask
+from sass_lsp.schedule.moves import pick_move
 
 KINDS = ("false_dep", "bank")
 NUM_GPR = 255  # R0..R254; R255 is RZ
@@ -575,16 +576,6 @@ def _chain(events: list[tuple[int, bool, bool]]) -> set[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------- chains and the search's neighbour
-
-
-def pick_move(moves: Sequence[RenameMove], rng: random.Random) -> RenameMove | None:
-    """A kind uniformly among those with a move, then one of its moves uniformly."""
-    by_kind: dict[str, list[RenameMove]] = {}
-    for m in moves:
-        by_kind.setdefault(m.kind, []).append(m)
-    if not by_kind:
-        return None
-    return rng.choice(by_kind[rng.choice(sorted(by_kind))])
 
 
 def random_moves(
