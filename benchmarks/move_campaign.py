@@ -26,13 +26,13 @@ GPU and its clocks. While it runs, the log grows next to the output (``NAME.log.
 removed at the end, also when the run is interrupted or reaches its time limit.
 
     python benchmarks/move_campaign.py --dry-run --count 12         # draw, assemble, check, print; no GPU
-    python benchmarks/move_campaign.py --seed 0 --out benchmarks/results/move_campaign_s0.tar.xz
+    python benchmarks/move_campaign.py --seed 0 --out CAMPAIGN.tar.xz
 
 On the GPU machine: ``bash benchmarks/h200/pack.sh`` here fills ``.whl`` with the wheels its image lacks and
 its setup script; then one call per campaign,
 
     run(command="source .whl/setup.sh && python3 benchmarks/move_campaign.py --seed 0 --budget 100
-        --time-limit 500 --out $OUT/move_campaign_s0.tar.xz", carry=[".whl"])
+        --time-limit 500 --out $OUT/CAMPAIGN.tar.xz", carry=[".whl"])
 
 and the file that comes back goes to ``benchmarks/results``. The kernels share ``--time-limit``: each gets
 an equal part of the wall time left, and stops at that or at ``--budget`` GPU seconds, whichever comes
@@ -548,9 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out
     if not args.dry_run:
         if out is None or not out.name.endswith((".tar.xz", ".jsonl.gz")):
-            return _error(
-                f"--out {out}: must name a .tar.xz or .jsonl.gz file", "--out benchmarks/results/NAME.tar.xz"
-            )
+            return _error(f"--out {out}: must name a .tar.xz or .jsonl.gz file", "e.g. --out CAMPAIGN.tar.xz")
         if not out.parent.is_dir():
             return _error(f"{out.parent}: no such folder", "--out names a file in an existing folder")
     settings = Settings(
