@@ -51,6 +51,7 @@ import argparse
 import hashlib
 import io
 import json
+import math
 import random
 import statistics
 import subprocess
@@ -358,10 +359,8 @@ def load(names: list[str], work: Path) -> list[Kernel]:
     out = []
     for name, origin, cubin, spec in load_kernels(names, work):
         text = write_cuasm(cubin, source_name=name)
-        arch = app.original_kernel(text, name, spec, cubin=cubin).arch
-        block = spec.block
-        threads = block[0] * block[1] * block[2] if block else None
-        out.append(Kernel(name, origin, text, arch, spec.kernel, threads, cubin, spec))
+        arch = app.kernel_arch(text, name)
+        out.append(Kernel(name, origin, text, arch, spec.kernel, math.prod(spec.block), cubin, spec))
     return out
 
 

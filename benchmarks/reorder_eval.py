@@ -230,9 +230,9 @@ def main(argv: list[str] | None = None) -> int:
             original = app.original_kernel(text, name, spec, cubin=cubin)
             # one measurement log (and cache) for all the methods of a kernel
             measure = app.kernel_measure(original, runner, args.log, name)
+            threads = math.prod(spec.block)
             for method in args.methods:
                 t0 = time.time()
-                threads = math.prod(spec.block)
                 search = run_method(method, text, original.arch, spec.kernel, net, args.seed, threads)
                 # screening, then the best confirmed
                 result = app.optimize_kernel(

@@ -4,6 +4,7 @@ search, screening within a budget of GPU seconds, the best confirmed on fresh in
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,27 +95,18 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     if "cross-block" in choice.moves:
         if not set(choice.moves) <= CROSS_BLOCK_WITH:
             raise ValueError(f"cross-block combines with control only, not {', '.join(choice.moves)}")
-        walk = crossblock_search(original, choice.seed)
-        if "control" not in choice.moves:
-            return walk
-        from sass_lsp.schedule.search import chained
-
-        return chained(walk, control_search(original, choice.seed), 1 - CONTROL_SHARE)
-    if "rename" in choice.moves:
-        walk = rename_search(original, choice.seed, reorder="reorder" in choice.moves)
-        if "control" not in choice.moves:
-            return walk
-        from sass_lsp.schedule.search import chained
-
-        return chained(walk, control_search(original, choice.seed), 1 - CONTROL_SHARE)
-    if "reorder" not in choice.moves:
+        first = crossblock_search(original, choice.seed)
+    elif "rename" in choice.moves:
+        first = rename_search(original, choice.seed, reorder="reorder" in choice.moves)
+    elif "reorder" in choice.moves:
+        first = reorder_search(original, choice, net)
+    else:
         return control_search(original, choice.seed)(None)
-    reorder = reorder_search(original, choice, net)
     if "control" not in choice.moves:
-        return reorder
+        return first
     from sass_lsp.schedule.search import chained
 
-    return chained(reorder, control_search(original, choice.seed), 1 - CONTROL_SHARE)
+    return chained(first, control_search(original, choice.seed), 1 - CONTROL_SHARE)
 
 
 def control_search(original: Original, seed: int) -> Callable[[tuple[str, float] | None], Search]:
@@ -161,11 +153,10 @@ def rename_search(original: Original, seed: int, *, reorder: bool = True) -> Sea
     import random
 
     from sass_lsp.schedule import rename_moves
-    from sass_lsp.schedule.search import annealing, schedule_key
     from sass_lsp.schedule.search import neighbour as reorder_neighbour
+    from sass_lsp.schedule.search import schedule_key
 
-    block = original.spec.block
-    threads = block[0] * block[1] * block[2] if block else None
+    threads = math.prod(original.spec.block)
     rename = rename_moves.neighbour(original.text, original.arch, threads_per_block=threads)
     games: dict[str, Any] = {}  # a renamed text (the original too) -> its reorder proposer
     # a proposed text's key -> the renamed text it reorders (itself for a renamed one)
@@ -191,21 +182,22 @@ def rename_search(original: Original, seed: int, *, reorder: bool = True) -> Sea
             base_of.setdefault(schedule_key(cand.text), base)
         return cand
 
-    def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
-        return annealing(propose, original.text, measure, budget, random.Random(seed), on_trial=on_trial)
-
-    return search
+    return _walk(propose, original, seed)
 
 
 def crossblock_search(original: Original, seed: int) -> Search:
     """Annealing on GPU time where each step hoists or sinks one instruction over a block boundary
     (:mod:`sass_lsp.schedule.crossblock_moves`, both blocks' control codes repaired)."""
+    from sass_lsp.schedule import crossblock_moves
+
+    return _walk(crossblock_moves.neighbour(original.text, original.arch), original, seed)
+
+
+def _walk(propose: Callable[[str, Any], Any], original: Original, seed: int) -> Search:
+    """Annealing on GPU time from ``original``, each step one of ``propose``'s moves."""
     import random
 
-    from sass_lsp.schedule import crossblock_moves
     from sass_lsp.schedule.search import annealing
-
-    propose = crossblock_moves.neighbour(original.text, original.arch)
 
     def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
         return annealing(propose, original.text, measure, budget, random.Random(seed), on_trial=on_trial)

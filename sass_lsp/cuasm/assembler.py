@@ -50,9 +50,9 @@ from sass_lsp.isa.semantics import load_semantics
 from sass_lsp.model import Diagnostic, Directive, Field, Instruction, Label, Module, SectionBlock, has_errors
 
 R_CUDA_32 = 1
+R_CUDA_64 = 2
 ZERO_REGISTER = 255  # RZ: covers no register
 RESERVED_REGISTERS = 2  # the registers above the highest a kernel uses, counted in its register count
-R_CUDA_64 = 2
 _DATA_SIZES = {".byte": 1, ".short": 2, ".half": 2, ".word": 4, ".dword": 8, ".quad": 8}
 _NO_BYTES = {
     ".global",
@@ -704,9 +704,8 @@ def registers_needed(texts: list[str], arch: str) -> int:
     except UnsupportedArch:
         sem = None
     if sem is not None:
-        top = max(
-            (u for t in texts for ref in sem.register_refs(t) for u in ref.units if u < 255), default=-1
-        )
+        covered = (u for t in texts for ref in sem.register_refs(t) for u in ref.units if u < ZERO_REGISTER)
+        top = max(covered, default=-1)
     else:  # no tables: the registers named (no opcode or modifier looks like R<n>)
         joined = "\n".join(texts)
         regs = (_ASCII_REG_RE if joined.isascii() else _REG_RE).findall(joined)

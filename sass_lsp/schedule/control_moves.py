@@ -59,7 +59,8 @@ from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.isa.semantics import Operand, Semantics, load_semantics
 from sass_lsp.model import Instruction
 from sass_lsp.schedule.deps import block_deps, entry_bounds, exit_bounds, kernel_context
-from sass_lsp.schedule.moves import pick_move
+from sass_lsp.schedule.moves import pick_move, recent_moves
+from sass_lsp.schedule.repair import strip_reuse
 
 KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall")
 # Pipes whose instructions keep their yield bit (control flow, NOP, BSSY/BSYNC, WARPSYNC, ...).
@@ -71,7 +72,6 @@ _REG_BEFORE = re.compile(r"U?R\d+\|?(?:\.[A-Za-z0-9_]+)*$")
 _TRAILER = re.compile(r"//\s*(hidden|raw)\b")
 _SLOT = "abcd"
 _FLAG_KINDS = frozenset({"reuse_clear", "reuse_set"})  # moves that leave the control field as it is
-_RECENT_TEXTS = 4  # neighbour: move lists kept
 
 
 class ControlMoveError(ValueError):
@@ -136,8 +136,7 @@ def _apply_line(line: str, move: ControlMove) -> str:
             raise ControlMoveError(f"line {move.line} has no .reuse at column {move.reuse_col + 1}")
         out = out[: move.reuse_col] + out[move.reuse_col + 6 :]
     elif move.drop_reuse:
-        code, sep, comment = out.partition("//")
-        out = _REUSE.sub("", code) + sep + comment
+        out = strip_reuse(out)
     return out
 
 
@@ -418,15 +417,10 @@ def neighbour(
     from sass_lsp.schedule.search import Candidate
 
     upper = _stalls_by_line(original)
-    recent: dict[str, list[ControlMove]] = {}  # the walk proposes from one text until a move is accepted
+    moves_of = recent_moves(lambda text: _moves(text, arch, upper, kinds))
 
     def propose(text: str, rng: random.Random) -> Candidate | None:
-        moves = recent.get(text)
-        if moves is None:
-            if len(recent) >= _RECENT_TEXTS:
-                recent.pop(next(iter(recent)))
-            moves = recent[text] = _moves(text, arch, upper, kinds)
-        move = pick_move(moves, rng)
+        move = pick_move(moves_of(text), rng)
         if move is None:
             return None
         return Candidate(apply(text, move), source, (move.description,))

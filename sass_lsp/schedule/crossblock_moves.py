@@ -83,8 +83,8 @@ from sass_lsp.schedule.deps import (
     kernel_context,
 )
 from sass_lsp.schedule.liveness import liveness, mask
-from sass_lsp.schedule.moves import pick_move
-from sass_lsp.schedule.repair import RepairError, block_edit, repair_block, repaired_texts
+from sass_lsp.schedule.moves import pick_move, recent_moves
+from sass_lsp.schedule.repair import RepairError, block_edit, repair_block, repaired_texts, strip_reuse
 
 KINDS = ("hoist", "sink")
 # Results that depend on which threads of the warp are active (a hoist above a guarded EXIT changes that).
@@ -94,7 +94,6 @@ PIPES = frozenset({"alu", "fma", "fma_wide", "uniform", "umov"})
 GMMA_ORDER = frozenset({"gmma", "gmma_wait", "warpgroup"})  # what orders HGMMA's asynchronous registers
 OFFSET_MARK = ".CUASM_OFFSET_LABEL."  # CuAssembler's label naming an instruction for an nvinfo offset
 _ADDR = re.compile(r"/\*[0-9a-fA-F]+\*/")
-_REUSE = re.compile(r"\.reuse\b")
 
 
 class CrossBlockMoveError(ValueError):
@@ -471,7 +470,7 @@ def _drop_reuse(lines: list[str], k: Kernel, order: list[int], moved: int) -> li
             continue
         x = nd.idx
         if x == moved or any(_window(k, old, x, u) != _window(k, order, pos_new[x], u) for u in units):
-            out[nd.line - 1] = _strip_reuse(out[nd.line - 1])
+            out[nd.line - 1] = strip_reuse(out[nd.line - 1])
     return out
 
 
@@ -484,16 +483,6 @@ def _window(k: Kernel, seq: Sequence[int], p: int, unit: int) -> list[int]:
         if unit in e.use_units or unit in e.def_units:
             break
     return out
-
-
-_TRAILER = re.compile(r"// (hidden|raw) 0x([0-9a-fA-F]{32})")
-REUSE_BITS = 0xF << 122  # the four operand-slot reuse flags of the 128-bit word (see repair.REUSE_BITS)
-
-
-def _strip_reuse(line: str) -> str:
-    code, sep, comment = line.partition("//")
-    line = _REUSE.sub("", code) + sep + comment
-    return _TRAILER.sub(lambda m: f"// {m.group(1)} 0x{int(m.group(2), 16) & ~REUSE_BITS:032x}", line)
 
 
 def _repair(text: str, name: str, block: int, sem: Semantics) -> str:
@@ -550,7 +539,7 @@ def _keep_distances(text: str, k0: Kernel, order: list[int], move: CrossBlockMov
             nd = k1.nodes[x]
             line = _add_stall(lines[nd.line - 1], extra)
             if limit is not None and nd.ctrl.stall + extra > limit and not nd.ctrl.yield_flag:
-                line = _strip_reuse(_YIELD.sub(":Y:S", line, count=1))  # (repair's rule: no .reuse with Y)
+                line = strip_reuse(_YIELD.sub(":Y:S", line, count=1))  # (repair's rule: no .reuse with Y)
             lines[nd.line - 1] = line
     return "".join(lines)
 
@@ -647,16 +636,10 @@ def neighbour(
     ``text``. The move lists of the last ``cache`` texts are kept. A text with no move left gives None."""
     from sass_lsp.schedule.search import Candidate
 
-    seen: dict[str, list[CrossBlockMove]] = {}
+    moves_of = recent_moves(lambda text: crossblock_moves(text, arch, kinds=kinds), cache)
 
     def propose(text: str, rng: random.Random) -> Candidate | None:
-        moves = seen.pop(text, None)
-        if moves is None:
-            moves = crossblock_moves(text, arch, kinds=kinds)
-        seen[text] = moves
-        while len(seen) > cache:
-            seen.pop(next(iter(seen)))
-        made = _apply_some(text, moves, rng, arch)
+        made = _apply_some(text, moves_of(text), rng, arch)
         if made is None:
             return None
         return Candidate(made[0], source, (made[1].description,))

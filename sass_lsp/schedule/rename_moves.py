@@ -58,6 +58,7 @@ The moves (``kind``)
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -69,7 +70,7 @@ from sass_lsp.cuasm.assembler import RESERVED_REGISTERS, module_arch, registers_
 from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.isa.semantics import RegisterRef, Semantics, load_semantics
 from sass_lsp.schedule.liveness import GPR_UNITS, liveness, mask
-from sass_lsp.schedule.moves import pick_move
+from sass_lsp.schedule.moves import pick_move, recent_moves
 
 KINDS = ("false_dep", "bank")
 NUM_GPR = 255  # R0..R254; R255 is RZ
@@ -620,22 +621,17 @@ def neighbour(
     times). A text with no move left gives None."""
     from sass_lsp.schedule.search import Candidate
 
-    seen: dict[str, list[RenameMove]] = {}
+    enumerate_moves = functools.partial(
+        rename_moves,
+        arch=arch,
+        kinds=kinds,
+        threads_per_block=threads_per_block,
+        allow_occupancy_loss=allow_occupancy_loss,
+    )
+    moves_of = recent_moves(enumerate_moves, cache)
 
     def propose(text: str, rng: random.Random) -> Candidate | None:
-        moves = seen.pop(text, None)
-        if moves is None:
-            moves = rename_moves(
-                text,
-                arch,
-                kinds=kinds,
-                threads_per_block=threads_per_block,
-                allow_occupancy_loss=allow_occupancy_loss,
-            )
-        seen[text] = moves
-        while len(seen) > cache:
-            seen.pop(next(iter(seen)))
-        move = pick_move(moves, rng)
+        move = pick_move(moves_of(text), rng)
         if move is None:
             return None
         return Candidate(apply(text, move), source, (move.description,))

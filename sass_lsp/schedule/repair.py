@@ -613,12 +613,17 @@ def _tail(line: str, ins: Node, text: str) -> str:
     if text != ins.text:
         if line[start : start + len(ins.text)] == ins.text:
             line = line[:start] + text + line[start + len(ins.text) :]
+            line = _WORD_TRAILER.sub(_without_reuse_bits, line)
         else:  # a comment inside the instruction: drop .reuse from the code part only
-            code, sep, comment = line.partition("//")
-            line = _REUSE.sub("", code) + sep + comment
-        # Reuse flags the text does not show travel in the word trailer: they go with the dropped .reuse.
-        line = _WORD_TRAILER.sub(_without_reuse_bits, line)
+            line = strip_reuse(line)
     return line[end:]
+
+
+def strip_reuse(line: str) -> str:
+    """``line`` without reuse flags: the ``.reuse`` of its code (not of its comment) and, since the flags the
+    text does not show travel in a ``// hidden``/``// raw`` word trailer, that word's reuse bits."""
+    code, sep, comment = line.partition("//")
+    return _WORD_TRAILER.sub(_without_reuse_bits, _REUSE.sub("", code) + sep + comment)
 
 
 _WORD_TRAILER = re.compile(r"// (hidden|raw) 0x([0-9a-fA-F]{32})")
