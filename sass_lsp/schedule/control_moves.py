@@ -1,17 +1,20 @@
-"""Feature: control-code moves. Edits of one instruction's control field or ``.reuse`` flags, in ptxas's
-order, that keep a kernel hazard-free by construction: the reorder game's companion for the scheduler hints.
+"""Feature: control-code moves. Edits of one instruction's control field or ``.reuse`` flags (with the waits
+on it, for a scoreboard reassignment), in the text's order, that keep a kernel hazard-free by construction:
+the reorder game's companion for the scheduler hints.
 
 API
 ---
 ``control_moves(text, arch=None, *, original=None, kinds=KINDS) -> list[ControlMove]``
-    Every legal move of every kernel of ``text``. ``original`` (same lines, e.g. ptxas's text when ``text``
-    is an edit of it) bounds the stall moves from above: a stall may take any value from the least the
-    hazard model allows up to the original's; without it, up to the current stall.
+    Every legal move of every kernel of ``text`` (``kinds``: some of ``ALL_KINDS``). ``original`` (same
+    lines, e.g. ptxas's text when ``text`` is an edit of it) bounds the stall moves from above: a stall may
+    take any value from the least the hazard model allows up to the original's; without it, up to the
+    current stall.
 ``apply(text, move) -> str`` / ``apply_moves(text, moves) -> str``
     The text with that instruction's control field (and ``.reuse`` flags) changed; every other byte kept.
-    ``apply_moves`` applies moves enumerated on the same text at once: one per instruction, or several
-    ``reuse_*`` moves on one; legal together only where they do not share a constraint (stall moves of
-    nearby instructions share slack: use :func:`random_moves` for chains).
+    ``apply_moves`` applies moves enumerated on the same text at once: one per instruction (a scoreboard
+    move's waits count as its instructions), or several ``reuse_*`` moves on one; legal together only where
+    they do not share a constraint (stall moves of nearby instructions share slack, scoreboard moves may
+    pick the same idle scoreboard: use :func:`random_moves` for chains).
 ``random_moves(text, n, rng, *, original=None, kinds=KINDS) -> (text, moves)``
     ``n`` moves in a row, each drawn among the legal moves of the text the previous ones left (a kind
     first, uniformly, then a move of that kind), so every intermediate text is legal.
@@ -40,8 +43,18 @@ The moves (``kind``)
   WARPGROUP, HGMMA, placeholders, the block's last instruction): what their issue needs is not modelled.
   The repair keeps ptxas's stall where no latency explains it; these moves do cut those gaps, so they rest
   on the model alone: the GPU decides (``benchmarks/control_hardware.py``).
-
-Scoreboard reassignment is not offered.
+- ``scoreboard``: a variable-latency op's W (or R) scoreboard moved to another, where two ops shared one
+  and the first wait on it after the op (W1) needs only the other: W1 stops waiting for this op, and the
+  first instruction from W1 on that may need it (it touches the op's registers, or is variable-latency,
+  memory, barrier, HGMMA, control flow or clock/PC-reading; else the block's last) waits on the new
+  scoreboard. W1 (and that instruction) keep the old scoreboard only while another op is pending on it.
+  The new one must be idle from the op to that wait: nothing pending on it at the op (the checker's
+  block-entry state counts as pending), no set or wait of it in between. Not for scoreboards a DEPBAR
+  counts (it counts ops in order), nor when W1 is in another block, nor on the nodes stall moves skip.
+  Each move is also run through the checker, kept only if it adds no finding. ptxas's own code has none
+  (its first waiter needs the op); reorders that make ops share a scoreboard do.
+- ``scoreboard_rename`` (only when asked for, not in ``KINDS``): the same where W1 needs the op itself:
+  every wait waits for the same ops as before, so it tests the scoreboard model, not a speed-up.
 """
 
 from __future__ import annotations
@@ -51,7 +64,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from sass_lsp.analysis.program import Ctrl, Kernel, Node, build_kernel, decode_ctrl, encode_ctrl
+from sass_lsp.analysis.check import check_kernel
+from sass_lsp.analysis.hazards import Checker
+from sass_lsp.analysis.program import Block, Ctrl, Kernel, Node, build_kernel, decode_ctrl, encode_ctrl
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.isa.control import ControlCode, control_problem
@@ -62,7 +77,9 @@ from sass_lsp.schedule.deps import block_deps, entry_bounds, exit_bounds, kernel
 from sass_lsp.schedule.moves import pick_move, recent_moves
 from sass_lsp.schedule.repair import strip_reuse
 
-KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall")
+KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall", "scoreboard")
+# and on request only: a scoreboard reassignment after which every wait waits for the same ops (no gain)
+ALL_KINDS = (*KINDS, "scoreboard_rename")
 # Pipes whose instructions keep their yield bit (control flow, NOP, BSSY/BSYNC, WARPSYNC, ...).
 NO_YIELD_PIPES = frozenset({"branch", "control"})
 REUSE_BITS = 0xF << 122  # the operand-slot reuse flags of the 128-bit word
@@ -92,6 +109,13 @@ class ControlMove:
     register: str = ""  # reuse_*: the register, e.g. "R51"
     drop_reuse: bool = False  # yield_on: the instruction's .reuse flags go
     description: str = ""
+    # scoreboard: the waits it rewrites, as (line, ctrl_col, old_ctrl, ctrl) like the fields above
+    waits: tuple[tuple[int, int, str, str], ...] = ()
+
+    @property
+    def lines(self) -> tuple[int, ...]:
+        """Every line the move edits."""
+        return (self.line, *(w[0] for w in self.waits))
 
     def __str__(self) -> str:
         return self.description
@@ -102,23 +126,32 @@ class ControlMove:
 
 def apply(text: str, move: ControlMove) -> str:
     lines = text.splitlines(keepends=True)
-    if not 0 < move.line <= len(lines):
-        raise ControlMoveError(f"line {move.line} is not in the text ({len(lines)} lines)")
-    lines[move.line - 1] = _apply_line(lines[move.line - 1], move)
+    _apply_to(lines, move)
     return "".join(lines)
 
 
 def apply_moves(text: str, moves: Iterable[ControlMove]) -> str:
     lines = text.splitlines(keepends=True)
+    moves = list(moves)
     by_line: dict[int, list[ControlMove]] = {}
     for m in moves:
-        by_line.setdefault(m.line, []).append(m)
+        for line in m.lines:
+            by_line.setdefault(line, []).append(m)
     for line, ms in by_line.items():
         if len(ms) > 1 and not all(m.kind in _FLAG_KINDS for m in ms):
             raise ControlMoveError(f"{len(ms)} moves on line {line}: apply them one at a time")
-        for m in sorted(ms, key=lambda m: -m.reuse_col):  # right to left: the columns stay valid
-            lines[line - 1] = _apply_line(lines[line - 1], m)
+    for m in sorted(moves, key=lambda m: -m.reuse_col):  # right to left on a line: the columns stay valid
+        _apply_to(lines, m)
     return "".join(lines)
+
+
+def _apply_to(lines: list[str], move: ControlMove) -> None:
+    for line in move.lines:
+        if not 0 < line <= len(lines):
+            raise ControlMoveError(f"line {line} is not in the text ({len(lines)} lines)")
+    lines[move.line - 1] = _apply_line(lines[move.line - 1], move)
+    for line, col, old, new in move.waits:
+        lines[line - 1] = _apply_line(lines[line - 1], ControlMove("wait", line, "", old, new, col))
 
 
 def _apply_line(line: str, move: ControlMove) -> str:
@@ -193,11 +226,8 @@ def _kernel_moves(
     least = _least_stalls(k, sem) if "stall" in kinds else {}
     block_end = {b.end - 1 for b in k.blocks}
     for nd in k.nodes:
-        if nd.ctrl.errors or nd.eff.never or _TRAILER.search(lines[nd.line - 1]):
+        if nd.eff.never or not _editable(nd, lines):
             continue
-        line = lines[nd.line - 1]
-        if line[nd.ctrl_col - 1 : nd.ctrl_col - 1 + len(encode_ctrl(nd.ctrl))] != encode_ctrl(nd.ctrl):
-            continue  # a field written another way (spaces, no brackets): leave it to the user
         if "yield_on" in kinds or "yield_off" in kinds:
             out += [m for m in _yield_moves(nd, arch) if m.kind in kinds]
         if "reuse_clear" in kinds:
@@ -207,7 +237,21 @@ def _kernel_moves(
         if "stall" in kinds and nd.idx in least:
             top = nd.ctrl.stall if upper is None else max(nd.ctrl.stall, upper.get(nd.line, nd.ctrl.stall))
             out += _stall_moves(nd, least[nd.idx], top, arch)
+    if kinds & _SB_KINDS:
+        out += _scoreboard_moves(k, sem, lines, kinds)
     return out
+
+
+def _editable(nd: Node, lines: list[str]) -> bool:
+    """Whether the control field is one a move may rewrite: readable, written as ``encode_ctrl`` writes it
+    (not with spaces or without brackets: that is left to the user), on a line without a trailer."""
+    line = lines[nd.line - 1]
+    field = encode_ctrl(nd.ctrl)
+    return (
+        not nd.ctrl.errors
+        and not _TRAILER.search(line)
+        and line[nd.ctrl_col - 1 : nd.ctrl_col - 1 + len(field)] == field
+    )
 
 
 def _move(nd: Node, kind: str, ctrl: Ctrl, what: str, **kw: object) -> ControlMove:
@@ -384,6 +428,161 @@ def _binder(slack: dict[int, int], start: int) -> Callable[[int, int, int], None
                 slack[x] = s
 
     return bind
+
+
+# ---------------------------------------------------------------- scoreboard reassignment
+
+_SBS = range(6)
+_SB_KINDS = frozenset({"scoreboard", "scoreboard_rename"})
+Pending = tuple[frozenset[tuple[int, str]], ...]  # per scoreboard: (setter, "W" | "R"); (-1, "") from entry
+
+
+def _scoreboard_moves(
+    k: Kernel, sem: Semantics, lines: list[str], kinds: frozenset[str]
+) -> list[ControlMove]:
+    """Every legal reassignment of one setter's scoreboard (see the module docstring), each checked."""
+    depbar = 0  # scoreboards a DEPBAR counts: their ops are counted in order, never touched
+    for nd in k.nodes:
+        if "depbar" in nd.eff.flags:
+            depbar |= nd.eff.sb_set
+    checker: Checker | None = None
+    base: set[tuple[str, int]] = set()
+    out: list[ControlMove] = []
+    for b in k.blocks:
+        setters = [
+            x
+            for x in range(b.start, b.end - 1)
+            if (k.nodes[x].ctrl.write_sb is not None or k.nodes[x].ctrl.read_sb is not None)
+            and not k.nodes[x].eff.never
+        ]
+        if not setters:
+            continue
+        if checker is None:  # once per kernel, and only for one with a setter
+            checker = Checker(k, sem)
+            checker.run()
+            base = {(f.code, f.line) for f in check_kernel(k, sem)}
+        before = _pending(k, b, {e.sb for e in checker.entry[b.idx].events if e.sb >= 0})
+        fixed = block_deps(k, b.idx, sem).fixed
+        for x in setters:
+            nd = k.nodes[x]
+            if x in fixed or not _editable(nd, lines):
+                continue
+            for field, sb in (("W", nd.ctrl.write_sb), ("R", nd.ctrl.read_sb)):
+                if sb is not None and not depbar >> sb & 1:
+                    for move in _reassignments(k, sem, b, x, field, sb, before, depbar, lines):
+                        if move.kind in kinds and _clean(k, sem, move, base):
+                            out.append(move)
+    return out
+
+
+def _pending(k: Kernel, b: Block, entry: set[int]) -> list[Pending]:
+    """Per node of the block: the ops pending on each scoreboard before its wait (``entry``: those that may
+    be pending when the block starts; ops are kept until a wait on their scoreboard, whatever else)."""
+    pending: list[set[tuple[int, str]]] = [{(-1, "")} if sb in entry else set() for sb in _SBS]
+    out = []
+    for j in range(b.start, b.end):
+        c = k.nodes[j].ctrl
+        out.append(tuple(map(frozenset, pending)))
+        for sb in _SBS:
+            if c.wait_mask >> sb & 1:
+                pending[sb] = set()
+        if c.write_sb is not None:
+            pending[c.write_sb].add((j, "W"))
+        if c.read_sb is not None:
+            pending[c.read_sb].add((j, "R"))
+    return out
+
+
+def _reassignments(
+    k: Kernel,
+    sem: Semantics,
+    b: Block,
+    x: int,
+    field: str,
+    sb: int,
+    before: list[Pending],
+    depbar: int,
+    lines: list[str],
+) -> Iterable[ControlMove]:
+    """Node x's ``field`` scoreboard ``sb`` moved to each idle one. W1, the first wait on ``sb`` after x, is
+    where the original completes x; J, the first node from W1 on that may need x done (else the block's
+    last, so that nothing of x is pending in its successors), waits on the new scoreboard instead."""
+    nodes, at = k.nodes, b.start
+    nd = nodes[x]
+    w1 = next((j for j in range(x + 1, b.end) if nodes[j].ctrl.wait_mask >> sb & 1), None)
+    if w1 is None:
+        return  # x is pending at the block's end: what the successors wait on is not followed
+    units = nd.eff.def_units | nd.eff.use_units
+    waiter = next((j for j in range(w1, b.end) if not _independent(nodes[j], units, sem)), b.end - 1)
+    ev = (x, field)
+    # W1 and J keep their wait on sb only while another op is pending on it
+    drop = {j: not (before[j - at][sb] - {ev}) for j in (w1, waiter)}
+    used = depbar | 1 << sb  # scoreboards that are not free from x to J
+    used |= sum(1 << s for s in (nd.ctrl.write_sb, nd.ctrl.read_sb) if s is not None)
+    used |= sum(1 << s for s in _SBS if before[x - at][s] and not nd.ctrl.wait_mask >> s & 1)
+    for j in range(x + 1, waiter + 1):
+        c = nodes[j].ctrl
+        used |= c.wait_mask
+        if j < waiter:
+            used |= sum(1 << s for s in (c.write_sb, c.read_sb) if s is not None)
+    w1_op = f"{nodes[w1].eff.opcode} (line {nodes[w1].line})"
+    j_op = f"{nodes[waiter].eff.opcode} (line {nodes[waiter].line})"
+    for new in _SBS:
+        if used >> new & 1:
+            continue
+        waits = []
+        for j, gone in drop.items():
+            c = nodes[j].ctrl
+            mask = c.wait_mask & ~(1 << sb) if gone and c.wait_mask >> sb & 1 else c.wait_mask
+            mask |= 1 << new if j == waiter else 0
+            if mask != c.wait_mask:
+                if nodes[j].eff.never or not _editable(nodes[j], lines):
+                    break
+                edit = (
+                    nodes[j].line,
+                    nodes[j].ctrl_col - 1,
+                    encode_ctrl(c),
+                    encode_ctrl(replace(c, wait_mask=mask)),
+                )
+                waits.append(edit)
+        else:
+            moved = replace(nd.ctrl, write_sb=new) if field == "W" else replace(nd.ctrl, read_sb=new)
+            kind = "scoreboard_rename" if waiter == w1 else "scoreboard"
+            move = _move(nd, kind, moved, "", waits=tuple(waits))
+            what = f"scoreboard {field}{sb} -> {field}{new} on {nd.eff.opcode} (line {nd.line})"
+            if waiter == w1:
+                what += f", still waited on by {w1_op}"
+            else:
+                what += f": {w1_op} waits for it no more, {j_op} does"
+            yield replace(move, description=what)
+
+
+def _independent(nd: Node, units: frozenset[int], sem: Semantics) -> bool:
+    """Whether node ``nd`` provably needs no op on ``units`` done: a fixed-latency instruction that touches
+    none of them, no memory, barrier, HGMMA or control flow, nothing read off the clock or the PC."""
+    e = nd.eff
+    return not (
+        e.variable
+        or e.never
+        or e.flags
+        or e.pipe in NO_YIELD_PIPES
+        or e.pipe == "unknown"
+        or sem.is_barrier(e.opcode)
+        or sem.positional(nd.text)
+        or units & e.def_units
+        or units & e.use_units
+    )
+
+
+def _clean(k: Kernel, sem: Semantics, move: ControlMove, base: set[tuple[str, int]]) -> bool:
+    """Whether the kernel with ``move``'s fields has no finding the original lacks (a second opinion)."""
+    by_line = {move.line: move.ctrl} | {line: ctrl for line, _col, _old, ctrl in move.waits}
+    nodes = [
+        replace(nd, ctrl=decode_ctrl(by_line[nd.line])) if nd.line in by_line else nd  # type: ignore[arg-type]
+        for nd in k.nodes
+    ]
+    edited = Kernel(k.name, k.section_line, nodes, k.blocks, k.label_node, k.unresolved, k.bad_ctrl)
+    return {(f.code, f.line) for f in check_kernel(edited, sem)} <= base
 
 
 # ---------------------------------------------------------------- chains and the search's neighbour
