@@ -7,6 +7,7 @@ import collections
 import functools
 import json
 import random
+from dataclasses import replace
 
 import pytest
 from paths import ROOT, TRITON_CORPUS
@@ -292,3 +293,157 @@ def test_hardware_benchmark_dry_run(tmp_path, capsys, monkeypatch) -> None:
     assert all(findings(r["text"]) == [] for r in again)
     with pytest.raises(SystemExit):
         bench.main(["--moves", "3-1", "--dry-run"])
+
+
+# ---------------------------------------------------------------- scoreboard reassignment
+
+SB_KINDS = ("scoreboard", "scoreboard_rename")
+DEPBAR_KERNELS = [n for n in KERNELS if "DEPBAR.LE SB" in original(n)]
+
+
+def _edit_line(text: str, line: int, old: str, new: str) -> str:
+    lines = text.splitlines(keepends=True)
+    assert old in lines[line - 1], (line, lines[line - 1])
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    return "".join(lines)
+
+
+@functools.cache
+def shared_add() -> str:
+    """triton_add with its two S2Rs sharing SB1, as a schedule that moved them together might leave them:
+    ``S2R R3`` (line 904) on W1 instead of W3, so the SHF at line 914, which reads only R0 of ``S2R R0``
+    (W1, line 900), waits for both; the LEA at line 916, which reads R3, no longer waits (SHF's wait on SB1
+    drained both)."""
+    text = _edit_line(original("triton_add"), 904, "[B------:R-:W3:-:S01]", "[B------:R-:W1:-:S01]")
+    return _edit_line(text, 916, "[B---3--:R-:W-:Y:S04]", "[B------:R-:W-:Y:S04]")
+
+
+@functools.cache
+def reordered(name: str, seed: int) -> str:
+    """The kernel after 30 random legal reorder moves, control codes repaired: the repair keeps each op's
+    scoreboard, so ops ptxas kept apart may now share one ahead of a wait that needs only one of them."""
+    from sass_lsp.schedule.baselines import random_legal
+    from sass_lsp.schedule.game import ReorderGame
+    from sass_lsp.schedule.search import game_candidate
+
+    game = ReorderGame.from_text(original(name), "sm_90")
+    random_legal(game, 30, random.Random(seed))
+    return game_candidate(game, original(name), "test").text
+
+
+def _gain_texts(names: tuple[str, ...] = ("rmsnorm_f32_4096", "transpose_f32", "triton_layernorm")):
+    """(name, text, scoreboard moves) for the first of a few reorder seeds that gives each kernel some."""
+    for name in names:
+        for seed in range(8):
+            moves = cm.control_moves(reordered(name, seed), kinds=("scoreboard",))
+            if moves:
+                yield name, reordered(name, seed), moves
+                break
+
+
+def test_scoreboard_move_on_a_hand_checked_example() -> None:
+    text = shared_add()
+    assert findings(text) == []  # sharing a scoreboard is always legal: a wait drains both
+    moves = cm.control_moves(text, kinds=SB_KINDS)
+    gain = [m for m in moves if m.kind == "scoreboard"]
+    # S2R R3's W1: SB0 (LDC R1, never waited), SB2 and SB4 (LDCs waited after line 904) are busy; 3, 5 idle
+    assert [(m.line, m.old_ctrl, m.ctrl) for m in gain] == [
+        (904, "B------:R-:W1:-:S01", "B------:R-:W3:-:S01"),
+        (904, "B------:R-:W1:-:S01", "B------:R-:W5:-:S01"),
+    ]
+    # the SHF keeps B-1 (S2R R0 is still pending on SB1) and so is not edited; the LEA waits on the new one
+    assert [w[0] for m in gain for w in m.waits] == [916, 916]
+    assert gain[1].waits == ((916, 7, "B------:R-:W-:Y:S04", "B-----5:R-:W-:Y:S04"),)
+    assert "SHF (line 914) waits for it no more, LEA (line 916) does" in gain[1].description
+    assert cm.apply(text, gain[0]) == original("triton_add")  # ptxas's assignment, exactly
+    five = cm.apply(text, gain[1])
+    changed = [
+        n + 1 for n, (a, b) in enumerate(zip(text.splitlines(), five.splitlines(), strict=True)) if a != b
+    ]
+    assert changed == [904, 916] and findings(five) == []
+    # S2R R0's first waiter (the SHF) reads R0: moving it is only a renaming, never offered as a gain
+    renames = [m for m in moves if m.kind == "scoreboard_rename"]
+    assert 900 in {m.line for m in renames} and 900 not in {m.line for m in gain}
+    assert all(m.kind != "scoreboard_rename" for m in cm.control_moves(text))  # not in KINDS
+
+
+def test_scoreboard_moves_exist_after_reorders_and_leave_the_checker_silent() -> None:
+    """ptxas's own code has no scoreboard move (its first wait after an op needs that op); random reorders
+    make some. Every one leaves the checker silent and assembles."""
+    assert all(not [m for m in moves_of(n) if m.kind == "scoreboard"] for n in KERNELS)
+    counts = {}
+    for name, text, moves in _gain_texts():
+        counts[name] = len(moves)
+        for m in moves:
+            new = cm.apply(text, m)
+            assert findings(new) == [], m.description
+            assemble_cuasm(new, verify=False)
+            old_sb, new_sb = (cm.decode_ctrl(c) for c in (m.old_ctrl, m.ctrl))
+            assert (old_sb.write_sb, old_sb.read_sb) != (new_sb.write_sb, new_sb.read_sb)
+            assert replace(old_sb, write_sb=None, read_sb=None) == replace(
+                new_sb, write_sb=None, read_sb=None
+            )
+    assert len(counts) == 3, counts
+
+
+@pytest.mark.parametrize("name", ["triton_add", "triton_matmul", "rmsnorm_f32_4096"])
+def test_scoreboard_renames_change_only_control_bits(name: str) -> None:
+    """Sampled renames on ptxas's code (one at a time): checker silent, and the cubin differs from the
+    original only in the control bits of the lines the move names, which hold the fields it names."""
+    text = original(name)
+    moves = cm.control_moves(text, kinds=("scoreboard_rename",))
+    assert moves
+    before = _words(assemble_cuasm(text, verify=False))
+    at = _positions(text)
+    for m in random.Random(name).sample(moves, min(4, len(moves))):
+        new = cm.apply(text, m)
+        assert findings(new) == [], m.description
+        after = _words(assemble_cuasm(new, verify=False))
+        fields = {m.line: m.ctrl} | {line: ctrl for line, _col, _old, ctrl in m.waits}
+        want = {at[line]: ctrl for line, ctrl in fields.items()}
+        for sec, words in before.items():
+            for n, (a, b) in enumerate(zip(words, after[sec], strict=True)):
+                if (sec, n) not in want:
+                    assert a == b, (m.description, sec, n)
+                else:
+                    assert (a ^ b) & ~CONTROL_MASK == 0 and b >> CONTROL_SHIFT & 0x1FFFF == control_bits(
+                        want[sec, n]
+                    )
+
+
+@pytest.mark.parametrize("name", DEPBAR_KERNELS)
+def test_scoreboards_a_depbar_counts_are_never_reassigned(name: str) -> None:
+    """DEPBAR.LE SBn, k counts SBn's ops in order: no move sets, clears or waits on a DEPBAR's scoreboard
+    (these kernels' DEPBARs all count SB0). Renames on ptxas's code and gain moves after reorders."""
+    assert all("DEPBAR.LE SB0" in line for line in original(name).splitlines() if "DEPBAR.LE SB" in line)
+    moves = cm.control_moves(original(name), kinds=SB_KINDS)
+    for seed in range(3):
+        moves += cm.control_moves(reordered(name, seed), kinds=SB_KINDS)
+    assert moves
+    for m in moves:
+        for old, new in [(m.old_ctrl, m.ctrl), *((w[2], w[3]) for w in m.waits)]:
+            a, b = cm.decode_ctrl(old), cm.decode_ctrl(new)
+            assert 0 not in (a.write_sb, a.read_sb, b.write_sb, b.read_sb), m.description
+            assert (a.wait_mask ^ b.wait_mask) & 1 == 0, m.description
+
+
+def test_scoreboard_chains_stay_clean() -> None:
+    """Chains of scoreboard, rename and stall moves on reordered kernels: every step is drawn on the text
+    the previous ones left, and the end is still clean and assembles."""
+    for name, text, _moves in _gain_texts(("transpose_f32", "triton_layernorm")):
+        rng = random.Random(name)
+        out, done = cm.random_moves(text, 6, rng, kinds=(*SB_KINDS, "stall"))
+        assert len(done) == 6 and "scoreboard" in {m.kind for m in done}, [m.kind for m in done]
+        assert findings(out) == []
+        assemble_cuasm(out, verify=False)
+
+
+def test_apply_moves_keeps_a_scoreboard_move_alone_on_its_lines() -> None:
+    text = shared_add()
+    move = next(m for m in cm.control_moves(text, kinds=("scoreboard",)) if m.ctrl.endswith("W5:-:S01"))
+    assert cm.apply_moves(text, [move]) == cm.apply(text, move)
+    on_waiter = next(m for m in cm.control_moves(text) if m.line == 916 and m.kind == "yield_off")
+    with pytest.raises(cm.ControlMoveError, match="line 916"):
+        cm.apply_moves(text, [move, on_waiter])
+    elsewhere = next(m for m in cm.control_moves(text) if m.line == 920 and m.kind == "yield_on")
+    assert cm.apply_moves(text, [move, elsewhere]) == cm.apply(cm.apply(text, move), elsewhere)
