@@ -1,6 +1,6 @@
 """Check control-code moves against the hardware: random legal control moves of each kernel (yield, reuse,
-stall; :mod:`sass_lsp.schedule.control_moves`) are assembled and verified bit for bit against the original on
-fresh seeds in the GPU worker.
+stall, scoreboard; :mod:`sass_lsp.schedule.control_moves`) are assembled and verified bit for bit against the
+original on fresh seeds in the GPU worker.
 
 Every move is hazard-free by the checker's model; this measures how often the hardware disagrees.
 ``--moves 1`` makes every failure attributable to one move; ``--moves 2-6`` chains moves, each legal on the
@@ -8,8 +8,14 @@ text the previous ones left. Every verdict is one JSON line (kernel, moves, verd
 and in ``--json OUT``; the summary table counts verdicts per kernel and, for single-move mutants, per kind.
 ``--dry-run`` makes and prints the mutants without a GPU.
 
+``scoreboard`` moves need ops that share a scoreboard ahead of a wait that needs only one of them, which
+ptxas's code never has: ``--reorders N`` first makes N random legal reorder moves (control codes repaired,
+each op keeping its scoreboard) on each mutant, then its control moves. A failure there may come from the
+reorder (``reorder_hardware.py`` checks those alone); the row lists them under ``reorders``.
+``scoreboard_rename`` (same waits, another scoreboard) needs no reorder.
+
     python benchmarks/control_hardware.py --kernels triton_matmul sgemm_tiled --count 40 --moves 1 \
-        --seed 7 --json OUT.jsonl [--kinds stall yield_off] [--time-limit 400] [--dry-run]
+        --seed 7 --json OUT.jsonl [--kinds stall yield_off] [--reorders 30] [--time-limit 400] [--dry-run]
 
 Letters in the table: ``.`` match, ``X`` mismatch, ``F`` fault, ``T`` timeout, ``A`` does not assemble,
 ``-`` not run (``--dry-run``), ``?`` anything else.
@@ -32,7 +38,7 @@ from pathlib import Path
 from reorder_hardware import LETTER, _assemble
 
 from sass_lsp.files import write_atomic
-from sass_lsp.schedule.control_moves import KINDS, random_moves
+from sass_lsp.schedule.control_moves import ALL_KINDS, KINDS, random_moves
 
 LETTERS = {**LETTER, "dry_run": "-"}
 SEEDS = [31, 32, 33]  # fresh: neither the corpus launch's nor the other hardware checks' seeds
@@ -74,11 +80,44 @@ def distinct_mutants(
 
 
 def mutants(
-    name: str, text: str, count: int, moves: tuple[int, int], seed: int, kinds: tuple[str, ...]
+    name: str,
+    text: str,
+    count: int,
+    moves: tuple[int, int],
+    seed: int,
+    kinds: tuple[str, ...],
+    reorders: int = 0,
 ) -> list[dict]:
-    """Up to ``count`` distinct mutants of one kernel's text, each 1..n control moves chained."""
-    chain = functools.partial(random_moves, original=text, kinds=kinds)
-    return distinct_mutants(name, text, count, moves, seed, chain)
+    """Up to ``count`` distinct mutants of one kernel's text, each 1..n control moves chained (after
+    ``reorders`` random reorder moves, when more than 0)."""
+    if not reorders:
+        chain = functools.partial(random_moves, original=text, kinds=kinds)
+        return distinct_mutants(name, text, count, moves, seed, chain)
+    from sass_lsp.schedule.baselines import random_legal
+    from sass_lsp.schedule.game import ReorderGame
+    from sass_lsp.schedule.search import game_candidate
+
+    game = ReorderGame.from_text(text, module_arch_of(text))
+    start = game.snapshot()
+    done_reorders: dict[str, tuple[str, ...]] = {}
+
+    def chain(text: str, n: int, rng: random.Random) -> tuple[str, list]:
+        game.restore(start)
+        random_legal(game, reorders, rng)
+        cand = game_candidate(game, text, "reorders")
+        out, done = random_moves(cand.text, n, rng, kinds=kinds)  # stalls bounded by the reordered text's
+        done_reorders[out] = cand.moves
+        return out, done
+
+    rows = distinct_mutants(name, text, count, moves, seed, chain)
+    return [r | {"reorders": list(done_reorders[r["text"]])} for r in rows]
+
+
+def module_arch_of(text: str) -> str:
+    from sass_lsp.cuasm import parse_cuasm
+    from sass_lsp.cuasm.assembler import module_arch
+
+    return module_arch(parse_cuasm(text)[0])
 
 
 def _kernel_mutants(item: tuple[str, str], **kw: object) -> list[dict]:
@@ -118,12 +157,15 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def add_arguments(ap: argparse.ArgumentParser, kinds: tuple[str, ...], what: str = "moves") -> None:
-    """The options every move kind's hardware check takes."""
+def add_arguments(
+    ap: argparse.ArgumentParser, kinds: tuple[str, ...], what: str = "moves", choices: tuple[str, ...] = ()
+) -> None:
+    """The options every move kind's hardware check takes (``choices``: the kinds ``--kinds`` accepts, when
+    more than the default ``kinds``)."""
     ap.add_argument("--kernels", nargs="*", help="corpus or benchmarks/kernels names (default: the corpus)")
     ap.add_argument("--count", type=int, default=12, help="mutants per kernel")
     ap.add_argument("--moves", type=parse_moves, default=(1, 4), help=f"{what} per mutant: N or LO-HI")
-    ap.add_argument("--kinds", nargs="*", choices=kinds, default=list(kinds))
+    ap.add_argument("--kinds", nargs="*", choices=choices or kinds, default=list(kinds))
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--jobs", type=int, default=8, help="processes making and assembling mutants")
     ap.add_argument("--time-limit", type=float, default=0.0, help="stop verifying after S seconds (0: never)")
@@ -146,7 +188,10 @@ def verdicts(pool, rows: list[dict], kernels: dict, args: argparse.Namespace, t0
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap, KINDS)
+    add_arguments(ap, KINDS, choices=ALL_KINDS)
+    ap.add_argument(
+        "--reorders", type=int, default=0, help="random reorder moves before each mutant's (for scoreboard)"
+    )
     args = ap.parse_args(argv)
 
     from sass_lsp.gpu.corpus import corpus_names
@@ -156,7 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as work, ProcessPoolExecutor(max(1, args.jobs)) as pool:
         kernels = load_texts(names, Path(work))
         make = functools.partial(
-            _kernel_mutants, count=args.count, moves=args.moves, seed=args.seed, kinds=tuple(args.kinds)
+            _kernel_mutants,
+            count=args.count,
+            moves=args.moves,
+            seed=args.seed,
+            kinds=tuple(args.kinds),
+            reorders=args.reorders,
         )
         made = pool.map(make, [(name, text) for name, (_c, _s, text) in kernels.items()])
         out = verdicts(pool, [r for kernel_rows in made for r in kernel_rows], kernels, args, t0)

@@ -447,3 +447,33 @@ def test_apply_moves_keeps_a_scoreboard_move_alone_on_its_lines() -> None:
         cm.apply_moves(text, [move, on_waiter])
     elsewhere = next(m for m in cm.control_moves(text) if m.line == 920 and m.kind == "yield_on")
     assert cm.apply_moves(text, [move, elsewhere]) == cm.apply(cm.apply(text, move), elsewhere)
+
+
+def test_hardware_benchmark_makes_scoreboard_mutants_after_reorders(monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import control_hardware as bench
+
+    text = original("transpose_f32")
+    assert bench.mutants("transpose_f32", text, 2, (1, 1), 5, ("scoreboard",)) == []  # ptxas's: none
+    rows = bench.mutants("transpose_f32", text, 2, (1, 1), 5, ("scoreboard",), reorders=30)
+    assert len(rows) == 2
+    for r in rows:
+        assert r["kinds"] == ["scoreboard"] and r["reorders"] and findings(r["text"]) == []
+    with pytest.raises(SystemExit):
+        bench.main(["--kinds", "nonsense", "--dry-run"])
+    assert (
+        bench.main(
+            [
+                "--kernels",
+                "triton_add",
+                "--kinds",
+                "scoreboard_rename",
+                "--count",
+                "1",
+                "--dry-run",
+                "--jobs",
+                "1",
+            ]
+        )
+        == 0
+    )
