@@ -449,30 +449,44 @@ def _scoreboard_moves(
     base: set[tuple[str, int]] = set()
     out: list[ControlMove] = []
     for b in k.blocks:
-        setters = [
-            x
-            for x in range(b.start, b.end - 1)
-            if (k.nodes[x].ctrl.write_sb is not None or k.nodes[x].ctrl.read_sb is not None)
-            and not k.nodes[x].eff.never
-        ]
-        if not setters:
+        # (setter, field, scoreboard, W1, J) of the kinds asked for: cheap, so the checker runs only for these
+        shapes = []
+        for x in range(b.start, b.end - 1):
+            nd = k.nodes[x]
+            for field, sb in (("W", nd.ctrl.write_sb), ("R", nd.ctrl.read_sb)):
+                if sb is None or depbar >> sb & 1 or nd.eff.never:
+                    continue
+                span = _span(k, sem, b, x, sb)
+                if span and ("scoreboard_rename" if span[0] == span[1] else "scoreboard") in kinds:
+                    shapes.append((x, field, sb, *span))
+        if not shapes:
             continue
-        if checker is None:  # once per kernel, and only for one with a setter
+        if checker is None:  # once per kernel, and only for one with a candidate
             checker = Checker(k, sem)
             checker.run()
             base = {(f.code, f.line) for f in check_kernel(k, sem)}
         before = _pending(k, b, {e.sb for e in checker.entry[b.idx].events if e.sb >= 0})
         fixed = block_deps(k, b.idx, sem).fixed
-        for x in setters:
-            nd = k.nodes[x]
-            if x in fixed or not _editable(nd, lines):
+        for x, field, sb, w1, waiter in shapes:
+            if x in fixed or not _editable(k.nodes[x], lines):
                 continue
-            for field, sb in (("W", nd.ctrl.write_sb), ("R", nd.ctrl.read_sb)):
-                if sb is not None and not depbar >> sb & 1:
-                    for move in _reassignments(k, sem, b, x, field, sb, before, depbar, lines):
-                        if move.kind in kinds and _clean(k, sem, move, base):
-                            out.append(move)
+            for move in _reassignments(k, b, x, field, sb, w1, waiter, before, depbar, lines):
+                if _clean(k, sem, move, base):
+                    out.append(move)
     return out
+
+
+def _span(k: Kernel, sem: Semantics, b: Block, x: int, sb: int) -> tuple[int, int] | None:
+    """(W1, J) for node x's scoreboard ``sb``: W1, the first wait on ``sb`` after x, is where the original
+    completes x; J, the first node from W1 on that may need x done (else the block's last, so that nothing
+    of x is pending in its successors), is where the new scoreboard is waited on. None: no W1 in the block
+    (what the successors wait on is not followed)."""
+    nodes = k.nodes
+    w1 = next((j for j in range(x + 1, b.end) if nodes[j].ctrl.wait_mask >> sb & 1), None)
+    if w1 is None:
+        return None
+    units = nodes[x].eff.def_units | nodes[x].eff.use_units
+    return w1, next((j for j in range(w1, b.end) if not _independent(nodes[j], units, sem)), b.end - 1)
 
 
 def _pending(k: Kernel, b: Block, entry: set[int]) -> list[Pending]:
@@ -495,25 +509,19 @@ def _pending(k: Kernel, b: Block, entry: set[int]) -> list[Pending]:
 
 def _reassignments(
     k: Kernel,
-    sem: Semantics,
     b: Block,
     x: int,
     field: str,
     sb: int,
+    w1: int,
+    waiter: int,
     before: list[Pending],
     depbar: int,
     lines: list[str],
 ) -> Iterable[ControlMove]:
-    """Node x's ``field`` scoreboard ``sb`` moved to each idle one. W1, the first wait on ``sb`` after x, is
-    where the original completes x; J, the first node from W1 on that may need x done (else the block's
-    last, so that nothing of x is pending in its successors), waits on the new scoreboard instead."""
+    """Node x's ``field`` scoreboard ``sb`` moved to each one idle from x to J (``waiter``, see _span)."""
     nodes, at = k.nodes, b.start
     nd = nodes[x]
-    w1 = next((j for j in range(x + 1, b.end) if nodes[j].ctrl.wait_mask >> sb & 1), None)
-    if w1 is None:
-        return  # x is pending at the block's end: what the successors wait on is not followed
-    units = nd.eff.def_units | nd.eff.use_units
-    waiter = next((j for j in range(w1, b.end) if not _independent(nodes[j], units, sem)), b.end - 1)
     ev = (x, field)
     # W1 and J keep their wait on sb only while another op is pending on it
     drop = {j: not (before[j - at][sb] - {ev}) for j in (w1, waiter)}
