@@ -585,10 +585,11 @@ def _independent(nd: Node, units: frozenset[int], sem: Semantics) -> bool:
 def _clean(k: Kernel, sem: Semantics, move: ControlMove, base: set[tuple[str, int]]) -> bool:
     """Whether the kernel with ``move``'s fields has no finding the original lacks (a second opinion)."""
     by_line = {move.line: move.ctrl} | {line: ctrl for line, _col, _old, ctrl in move.waits}
-    nodes = [
-        replace(nd, ctrl=decode_ctrl(by_line[nd.line])) if nd.line in by_line else nd  # type: ignore[arg-type]
-        for nd in k.nodes
-    ]
+    nodes = list(k.nodes)
+    for i, nd in enumerate(nodes):
+        ctrl = decode_ctrl(by_line[nd.line]) if nd.line in by_line else None
+        if ctrl is not None:  # a Node built, not replaced: it is a native class where program.py is compiled
+            nodes[i] = Node(nd.idx, nd.line, nd.ctrl_col, nd.text_col, nd.text, ctrl, nd.eff, nd.end_col)
     edited = Kernel(k.name, k.section_line, nodes, k.blocks, k.label_node, k.unresolved, k.bad_ctrl)
     return {(f.code, f.line) for f in check_kernel(edited, sem)} <= base
 
