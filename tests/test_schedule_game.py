@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import collections
 import functools
+import random
+import re
 
 import numpy as np
 import pytest
@@ -279,3 +281,32 @@ def test_edits_reproduce_the_game_kernel() -> None:
             " ".join(nd.text.split()) for nd in want.nodes
         ]
         assert [nd.ctrl for nd in k.nodes] == [nd.ctrl for nd in want.nodes], name
+
+
+def _labelled_instructions(text: str) -> dict[str, str]:
+    """Each label the ELF's metadata names (``.word .L_x_N@srel``) -> the instruction it points at."""
+    refs = set(re.findall(r"(\.L_x_\d+)@srel", text))
+    lines, out = text.splitlines(), {}
+    for i, line in enumerate(lines):
+        m = re.match(r"\s*(\.L_x_\d+):", line)
+        if m and m.group(1) in refs:
+            nxt = next(ln for ln in lines[i + 1 :] if re.search(r"/\*[0-9a-f]{4}\*/", ln))
+            out[m.group(1)] = re.sub(r".*\*/\s*", "", nxt).strip()
+    return out
+
+
+@pytest.mark.parametrize("name", ["flash_attn_fwd", "triton_layernorm"])
+def test_reorders_keep_every_metadata_label_on_its_instruction(name: str) -> None:
+    """EXIT and cooperative-group SHFL offsets in .nv.info name instructions by label: a reorder must not
+    slide another instruction under such a label (random moves used to, on both kernels)."""
+    text = shared_texts()[name]
+    before = _labelled_instructions(text)
+    assert any(v.startswith("SHFL") for v in before.values())
+    game = game_of(name)
+    start = game.snapshot()
+    for seed in range(8):
+        game.restore(start)
+        random_legal(game, 60, random.Random(seed))
+        after = _labelled_instructions(apply_edits(text, game.edits(text.splitlines())))
+        assert after == before, seed
+    game.restore(start)

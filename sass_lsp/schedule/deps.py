@@ -34,7 +34,9 @@ The model (conservative: a wrong move corrupts a kernel, a missed one only costs
   fall-through instruction: successors then see the same scoreboards drained), the table's ``ordering``
   rows of kind ``barrier`` (DEPBAR, WARPGROUP.*, CALL, convergence and warp-state instructions, LEPC, ...),
   instructions with a positional read (``Semantics.positional``: clocks, performance counters, a label
-  operand whose encoding may depend on its address), and anything the semantics table does not know.
+  operand whose encoding may depend on its address), anything the semantics table does not know, and the
+  first instruction of a block that a label no branch names points at (nvdisasm's label for an address the
+  ELF's metadata records: EXIT and cooperative-group SHFL offsets keep naming their instruction).
 - Scoreboards: a variable-latency result without a W scoreboard is completed only by a younger op of its
   queue (hazards "in-order sharing"), so it keeps its order against its queue, and its readers stay after
   the younger ops that complete it. Producers on a scoreboard that some ``DEPBAR.LE SBn, k>0`` counts keep
@@ -64,6 +66,7 @@ import bisect
 import functools
 import itertools
 import math
+import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -262,6 +265,7 @@ class KernelContext:
         self.nodes = [_node_facts(nd, sem) for nd in k.nodes]
         self.gmma_units = frozenset(u for f in self.nodes if f.gmma for u in f.touch if u < 256)
         self.keep_sbs = 0  # scoreboards some DEPBAR.LE counts with k > 0
+        self.anchored = _metadata_anchored(k)
         for f in self.nodes:
             if f.depbar and f.depbar[1]:
                 self.keep_sbs |= f.depbar[0]
@@ -657,6 +661,17 @@ def _is_barrier(f: NodeFacts, nd: Node, sem: Semantics) -> bool:
     return sem.is_barrier(f.opcode) or f.pipe == "unknown" or sem.positional(nd.text)
 
 
+_LABEL = re.compile(r"\.L\w*")
+
+
+def _metadata_anchored(k: Kernel) -> frozenset[int]:
+    """Blocks whose first instruction a label no branch names points at. nvdisasm writes such a label where
+    the ELF's metadata records an instruction's address (EXIT and cooperative-group SHFL offsets, ...): that
+    instruction must keep its address, so nothing moves before it."""
+    targets = {t for nd in k.nodes for t in _LABEL.findall(nd.text)}
+    return frozenset(b.idx for b in k.blocks if b.labels and not set(b.labels) <= targets)
+
+
 def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
     k = ctx.k
     b = k.blocks[block]
@@ -680,7 +695,7 @@ def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
         f = info[j]
         if f.never or f.gmma or f.opcode == "NOP" or f.depbar:
             fixed.add(j)
-        if _is_barrier(f, k.nodes[j], ctx.sem):
+        if _is_barrier(f, k.nodes[j], ctx.sem) or (j == b.start and block in ctx.anchored):
             fixed.add(j)
             barriers.add(j)
             edges.add_before(range(b.start, j), j, EDGE_ORDER)
