@@ -1,7 +1,10 @@
 """Locate and run nvdisasm (from the PyPI wheel ``nvidia-cuda-nvdisasm``).
 
-Lookup order: ``$SASS_LSP_NVDISASM``, then ``nvdisasm`` on ``PATH``, then the binary shipped in the
-installed wheel. Nothing is ever downloaded.
+Lookup order: ``$SASS_LSP_NVDISASM``, then the binary shipped in the installed wheel, then ``nvdisasm`` on
+``PATH``. The wheel comes first because it is the package's own dependency (CUDA 13 or later): nvdisasm
+versions write different text (CUDA 12's writes the ELF metadata's instruction offsets as numbers, 13's as
+labels the schedule moves keep in place), and a file should not depend on the toolkit a machine has.
+Nothing is ever downloaded.
 """
 
 from __future__ import annotations
@@ -28,9 +31,6 @@ def nvdisasm_path() -> Path:
         if not path.is_file():
             raise NvdisasmError(f"SASS_LSP_NVDISASM={env} is not a file")
         return path
-    on_path = shutil.which("nvdisasm")
-    if on_path:
-        return Path(on_path)
     try:
         import nvidia  # namespace package provided by the nvidia-cuda-nvdisasm wheel
     except ImportError:
@@ -41,6 +41,9 @@ def nvdisasm_path() -> Path:
         ):
             if candidate.is_file():
                 return candidate
+    on_path = shutil.which("nvdisasm")
+    if on_path:
+        return Path(on_path)
     raise NvdisasmError(
         "nvdisasm not found: install the 'nvidia-cuda-nvdisasm' wheel, put nvdisasm on PATH, "
         "or set SASS_LSP_NVDISASM"
