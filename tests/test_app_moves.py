@@ -10,6 +10,7 @@ import pytest
 
 from sass_lsp import app
 from sass_lsp.gpu.corpus import load_kernel
+from sass_lsp.gpu.optimize import move_kinds
 from sass_lsp.schedule.search import Measured, schedule_key
 from tests.paths import TRITON_CORPUS
 
@@ -50,7 +51,16 @@ def test_both_kinds_reorder_first_then_walk_control_codes_from_the_best():
     sources = [t.candidate.source for t in log.trials]
     half = sources.index(next(s for s in sources if "control" in s))
     assert half >= 1 and all("control" not in s for s in sources[:half])
-    assert set(sources[half:]) <= {"control", "reorder+control"} and log.spent <= 16.0
+    assert {tuple(move_kinds(s)) for s in sources[half:]} <= {("control",), ("reorder", "control")}
+    assert log.spent <= 16.0
+
+
+def test_a_schedules_move_kinds_follow_the_searches_that_made_it():
+    assert move_kinds("policy") == ["reorder"] and move_kinds("control") == ["control"]
+    assert move_kinds("policy+control") == ["reorder", "control"]  # the control walk from the policy's best
+    assert move_kinds("rename+reorder+control") == ["rename", "reorder", "control"]
+    assert move_kinds("cross-block+control") == ["cross-block", "control"]
+    assert move_kinds("rename") == ["rename"]
 
 
 def test_unknown_move_kinds_are_refused():

@@ -161,14 +161,14 @@ def test_chained_runs_the_second_search_from_the_first_ones_best_on_one_log():
 
         return search
 
-    def then(start):
-        seen.append(start)
+    def then(start, source):
+        seen.append((start, source))
         return fake([1.01, 1.03], "control")
 
     log = chained(fake([0.99, 1.02, 1.0, 1.0, 1.0], "policy"), then, 0.5)(None, 6.0)
-    assert seen == [("policy1", 1.02)]  # the first search's best, with its speedup
+    assert seen == [(("policy1", 1.02), "policy")]  # the first search's best, its speedup and source
     assert [t.candidate.source for t in log.trials] == ["policy"] * 3 + ["control"] * 2
     assert [t.spent for t in log.trials] == [1.0, 2.0, 3.0, 4.0, 5.0] and log.spent == 5.0
     seen.clear()
     chained(fake([0.99], "policy"), then, 0.5)(None, 4.0)
-    assert seen == [None]  # nothing faster: the second search starts from the original
+    assert seen == [(None, None)]  # nothing faster: the second search starts from the original

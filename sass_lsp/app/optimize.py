@@ -101,7 +101,7 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     elif "reorder" in choice.moves:
         first = reorder_search(original, choice, net)
     else:
-        return control_search(original, choice.seed)(None)
+        return control_search(original, choice.seed)(None, None)
     if "control" not in choice.moves:
         return first
     from sass_lsp.schedule.search import chained
@@ -109,15 +109,16 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     return chained(first, control_search(original, choice.seed), 1 - CONTROL_SHARE)
 
 
-def control_search(original: Original, seed: int) -> Callable[[tuple[str, float] | None], Search]:
-    """Annealing on GPU time over control-code moves, from a given schedule (None: the original)."""
+def control_search(original: Original, seed: int) -> Callable[[tuple[str, float] | None, str | None], Search]:
+    """Annealing on GPU time over control-code moves, from a given schedule (None: the original) that a
+    search whose candidates' source was ``start_source`` found; the walk's candidates' source names both."""
     import random
 
     from sass_lsp.schedule import control_moves
     from sass_lsp.schedule.search import annealing
 
-    def walk_from(start: tuple[str, float] | None) -> Search:
-        source = "control" if start is None else "reorder+control"
+    def walk_from(start: tuple[str, float] | None, start_source: str | None) -> Search:
+        source = "control" if start is None else f"{start_source or 'reorder'}+control"
         propose = control_moves.neighbour(original.text, original.arch, source=source)
 
         def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:

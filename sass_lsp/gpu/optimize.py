@@ -223,10 +223,15 @@ def report_dict(result: OptimizeResult, *, kernel: str, budget_s: float) -> dict
     }
 
 
+NAMED_KINDS = ("control", "rename", "cross-block")  # a source's parts that name their kind of move
+
+
 def move_kinds(source: str) -> list[str]:
-    """The kinds of move a candidate's schedule holds, from its source: the control-code walk's "control"
-    (from the original) or "reorder+control" (from a reordered schedule); every other source reorders."""
-    return {"control": ["control"], "reorder+control": ["reorder", "control"]}.get(source, ["reorder"])
+    """The kinds of move a candidate's schedule holds, from its source: "+"-joined parts in the order the
+    searches applied them ("rename+reorder+control"), where a part that is not a named kind is a reorder
+    search's name ("policy", "annealing", ...)."""
+    kinds = [part if part in NAMED_KINDS else "reorder" for part in source.split("+")]
+    return list(dict.fromkeys(kinds))
 
 
 def output_path(out_stem: Path, suffix: str) -> Path:

@@ -248,10 +248,13 @@ def annealing(
 Search = Callable[..., SearchLog]  # (measure, budget, *, on_trial=None) -> SearchLog
 
 
-def chained(first: Search, then: Callable[[tuple[str, float] | None], Search], share: float) -> Search:
-    """``first`` for ``share`` of the budget, then ``then(start)`` for the rest, where ``start`` is the
-    schedule ``first`` measured surest faster (text, speedup; None if none was faster): one log, its trials
-    in order and their GPU seconds counted from the start of ``first``."""
+def chained(
+    first: Search, then: Callable[[tuple[str, float] | None, str | None], Search], share: float
+) -> Search:
+    """``first`` for ``share`` of the budget, then ``then(start, source)`` for the rest, where ``start`` is
+    the schedule ``first`` measured surest faster (text, speedup) and ``source`` its candidate's source (both
+    None if none was faster): one log, its trials in order and their GPU seconds counted from the start of
+    ``first``."""
 
     def search(
         measure: Measure, budget: float, *, on_trial: Callable[[Trial], None] | None = None
@@ -267,7 +270,7 @@ def chained(first: Search, then: Callable[[tuple[str, float] | None], Search], s
         best = head.best()
         faster = best is not None and best.result.accepted and (best.result.speedup or 0.0) > 1.0
         start = (best.candidate.text, best.result.speedup or 1.0) if faster else None
-        then(start)(measure, budget - log.spent, on_trial=record)
+        then(start, best.candidate.source if faster else None)(measure, budget - log.spent, on_trial=record)
         return log
 
     return search
