@@ -665,11 +665,14 @@ _LABEL = re.compile(r"\.L\w*")
 
 
 def _metadata_anchored(k: Kernel) -> frozenset[int]:
-    """Blocks whose first instruction a label no branch names points at. nvdisasm writes such a label where
-    the ELF's metadata records an instruction's address (EXIT and cooperative-group SHFL offsets, ...): that
-    instruction must keep its address, so nothing moves before it."""
+    """Blocks whose first instruction a local label (``.L…``, not the kernel's symbol) no branch names
+    points at. nvdisasm writes such a label where the ELF's metadata records an instruction's address (EXIT
+    and cooperative-group SHFL offsets, ...): that instruction keeps its address, so nothing moves before
+    it."""
     targets = {t for nd in k.nodes for t in _LABEL.findall(nd.text)}
-    return frozenset(b.idx for b in k.blocks if b.labels and not set(b.labels) <= targets)
+    return frozenset(
+        b.idx for b in k.blocks if any(_LABEL.fullmatch(x) and x not in targets for x in b.labels)
+    )
 
 
 def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
