@@ -8,7 +8,7 @@ the moves before it left. The chain applies its renames first (:mod:`sass_lsp.sc
 ptxas's text), then its reorders (random legal moves of the reorder game built on that text, which keeps
 ptxas's order and control codes), then its control-code moves (:mod:`sass_lsp.schedule.control_moves`,
 stalls up to ptxas's): a reorder game takes its text's control codes for ptxas's, so control moves come
-last, and a rename of a reordered text would drop its reorders (``app.rename_search`` does the same).
+last, and a rename of a reordered text would drop its reorders (``app.structural_search`` does the same).
 A chain that changes nothing, or repeats a schedule measured before, is drawn again.
 
 Each schedule is measured by the pipeline ``reorder_eval.py`` uses (``app.kernel_measure``: bit-exact

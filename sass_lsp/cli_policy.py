@@ -69,8 +69,6 @@ def _move_kinds(raw: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in raw.split(",") if k.strip())
     if not kinds or set(kinds) - set(app.MOVE_KINDS):
         raise argparse.ArgumentTypeError(f"{raw!r}: some of {','.join(app.MOVE_KINDS)}, comma-separated")
-    if "cross-block" in kinds and not set(kinds) <= app.CROSS_BLOCK_WITH:
-        raise argparse.ArgumentTypeError(f"{raw!r}: cross-block combines with control only")
     return kinds
 
 
@@ -660,13 +658,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="what the search may change, comma-separated: reorder (instruction order, by --search), "
         "control (yield, reuse and stall fields, by annealing on GPU time), rename (a live range given a "
         "register the kernel does not use, to free instructions pinned by register reuse or to split "
-        "same-bank sources; never one that lowers occupancy); with reorder and control, the reorder search "
-        "takes half the budget and the control-code walk the rest, from the best reordering found; with "
-        "rename, one annealing walk makes renames and (with reorder) uniform reorder moves of the renamed "
-        "text instead of --search, then the control-code walk as before; cross-block (an arithmetic "
-        "instruction hoisted into its block's only predecessor or sunk into its only successor, both "
-        "blocks' control codes repaired; alone or with control only) is one annealing walk of such moves "
-        "(default: reorder,control)",
+        "same-bank sources; never one that lowers occupancy), cross-block (an arithmetic instruction "
+        "hoisted into its block's only predecessor or sunk into its only successor, both blocks' control "
+        "codes repaired); with reorder and control, the reorder search takes half the budget and the "
+        "control-code walk the rest, from the best reordering found; with rename or cross-block, one "
+        "annealing walk makes those moves and (with reorder) uniform reorder moves of the text they made "
+        "instead of --search, then the control-code walk as before (default: reorder,control)",
     )
     p.add_argument(
         "--no-model-prior",

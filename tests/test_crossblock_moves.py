@@ -412,15 +412,17 @@ def test_hardware_benchmark_dry_run(tmp_path, capsys, monkeypatch) -> None:
     assert "triton_softmax" in printed and "legal moves: hoist 2, sink 6" in printed
 
 
-def test_optimize_cross_block_walk() -> None:
-    """``optimize --moves cross-block``: one annealing walk of cross-block moves, every schedule clean (a
-    stand-in measures it); cross-block combines with control only."""
-    import argparse
+def test_optimize_cross_block_walk_and_every_kind_together() -> None:
+    """``optimize --moves cross-block``: one annealing walk of cross-block moves; with every kind, one walk of
+    cross-block moves, renames and reorders of the texts they made, then the control-code walk. Every
+    schedule is clean (a stand-in measures it) and its source names the kinds it holds."""
+    pytest.importorskip("sass_lsp.schedule.game")  # gymnasium
     import zlib
 
     from sass_lsp import app
     from sass_lsp.cli_policy import _move_kinds
     from sass_lsp.gpu.corpus import load_kernel
+    from sass_lsp.gpu.optimize import move_kinds
     from sass_lsp.schedule.search import schedule_key
 
     name = "triton_softmax"
@@ -435,8 +437,12 @@ def test_optimize_cross_block_walk() -> None:
 
     log = app.policy_search(orig, app.SearchChoice(moves=("cross-block",)), net=None)(measure, 5.0)
     assert log.trials and {t.candidate.source for t in log.trials} == {"cross-block"}
-    with pytest.raises(ValueError, match="control only"):
-        app.policy_search(orig, app.SearchChoice(moves=("cross-block", "reorder")), net=None)
-    assert _move_kinds("cross-block,control") == ("cross-block", "control")
-    with pytest.raises(argparse.ArgumentTypeError, match="control only"):
-        _move_kinds("rename,cross-block")
+    every = _move_kinds("reorder,control,rename,cross-block")
+    log = app.policy_search(orig, app.SearchChoice(moves=every), net=None)(measure, 24.0)
+    kinds = [move_kinds(t.candidate.source) for t in log.trials]
+    assert {"cross-block", "rename", "reorder", "control"} <= {k for ks in kinds for k in ks}, kinds
+    assert any(len(ks) > 1 and "control" not in ks for ks in kinds), (
+        kinds
+    )  # a reorder or step of another's text
+    first_control = next(i for i, ks in enumerate(kinds) if "control" in ks)
+    assert all("control" in ks for ks in kinds[first_control:])  # then only the control walk

@@ -14,9 +14,9 @@ policy, the GPU packages only inside those that use them.
 from sass_lsp.app.errors import AppError
 from sass_lsp.app.kernel import assemble, kernel_arch, launch_spec
 from sass_lsp.app.optimize import (
-    CROSS_BLOCK_WITH,
     DEFAULT_MOVES,
     MOVE_KINDS,
+    STRUCTURAL,
     Optimized,
     Original,
     SearchChoice,
@@ -30,9 +30,9 @@ from sass_lsp.app.suggest import RANKINGS, suggest
 from sass_lsp.app.timing import time_edit
 
 __all__ = [
-    "CROSS_BLOCK_WITH",
     "DEFAULT_MOVES",
     "MOVE_KINDS",
+    "STRUCTURAL",
     "AppError",
     "Optimized",
     "Original",

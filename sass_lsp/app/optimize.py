@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +59,7 @@ def original_kernel(
 
 
 MOVE_KINDS = ("reorder", "control", "rename", "cross-block")  # ``optimize --moves``
-CROSS_BLOCK_WITH = frozenset({"cross-block", "control"})  # what cross-block combines with
+STRUCTURAL = ("rename", "cross-block")  # moves that give the reorder game a new text to reorder
 DEFAULT_MOVES = ("reorder", "control")
 CONTROL_SHARE = 0.5  # of the budget, with both kinds: the control-code walk from the best reorder found
 
@@ -86,18 +86,15 @@ class SearchChoice:
 def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     """The search ``choice`` over ``original``: the policy-guided reorder search, annealing over control-code
     moves (yield, reuse, stalls: :mod:`sass_lsp.schedule.control_moves`), or the first for half the budget
-    and the second from the schedule it measured surest faster (imports torch). With ``rename`` the first
-    is :func:`rename_search` instead (renames, and uniform reorder moves with ``reorder``); with
-    ``cross-block`` (alone or with ``control`` only) it is :func:`crossblock_search`."""
+    and the second from the schedule it measured surest faster (imports torch). With ``rename`` or
+    ``cross-block`` the first is :func:`structural_search` instead (those moves, and uniform reorder moves
+    of the text they made with ``reorder``)."""
     unknown = set(choice.moves) - set(MOVE_KINDS)
     if unknown or not choice.moves:
         raise ValueError(f"moves must be some of {', '.join(MOVE_KINDS)}, not {', '.join(choice.moves)}")
-    if "cross-block" in choice.moves:
-        if not set(choice.moves) <= CROSS_BLOCK_WITH:
-            raise ValueError(f"cross-block combines with control only, not {', '.join(choice.moves)}")
-        first = crossblock_search(original, choice.seed)
-    elif "rename" in choice.moves:
-        first = rename_search(original, choice.seed, reorder="reorder" in choice.moves)
+    structural = tuple(k for k in STRUCTURAL if k in choice.moves)
+    if structural:
+        first = structural_search(original, choice.seed, structural, reorder="reorder" in choice.moves)
     elif "reorder" in choice.moves:
         first = reorder_search(original, choice, net)
     else:
@@ -144,54 +141,65 @@ def prewarm_verification(texts: list[str]) -> None:
             assemble_cuasm(text, source_name="<verification prewarm>")
 
 
-def rename_search(original: Original, seed: int, *, reorder: bool = True) -> Search:
-    """Annealing on GPU time where each step is a register rename (:mod:`sass_lsp.schedule.rename_moves`,
-    from the original or a renamed text) or, with ``reorder``, a uniform reorder move
-    (:func:`sass_lsp.schedule.search.neighbour`) of a renamed text, the reorder game built on that text so
-    the dependences the renames freed can be used. A renamed text keeps ptxas's order and control codes,
-    so the game may take it for ptxas's. A rename proposed at a reordered schedule renames the text it
-    reorders (its reorder moves are dropped: a game's orders belong to one text)."""
+def structural_search(original: Original, seed: int, kinds: Sequence[str], *, reorder: bool = True) -> Search:
+    """Annealing on GPU time where each step is one of ``kinds`` (``STRUCTURAL``: a register rename,
+    :mod:`sass_lsp.schedule.rename_moves`; a hoist or sink, :mod:`sass_lsp.schedule.crossblock_moves`)
+    made on the original or on a text such steps made, or, with ``reorder``, a uniform reorder move
+    (:func:`sass_lsp.schedule.search.neighbour`) of such a text: the reorder game is built on that text so
+    the dependences the moves freed can be used. That text keeps its control codes (repaired where a
+    cross-block move changed a block), so the game may take it for ptxas's. A step of ``kinds`` proposed at a
+    reordered schedule is made on the text it reorders (its reorder moves are dropped: a game's orders
+    belong to one text). A candidate's source names the kinds of move it holds in the order made
+    ("cross-block+rename+reorder")."""
     import random
 
-    from sass_lsp.schedule import rename_moves
+    from sass_lsp.schedule import crossblock_moves, rename_moves
+    from sass_lsp.schedule.search import Candidate, schedule_key
     from sass_lsp.schedule.search import neighbour as reorder_neighbour
-    from sass_lsp.schedule.search import schedule_key
 
+    unknown = set(kinds) - set(STRUCTURAL)
+    if unknown or not kinds:
+        raise ValueError(f"structural moves are some of {', '.join(STRUCTURAL)}, not {', '.join(kinds)}")
     threads = math.prod(original.spec.block)
-    rename = rename_moves.neighbour(original.text, original.arch, threads_per_block=threads)
-    games: dict[str, Any] = {}  # a renamed text (the original too) -> its reorder proposer
-    # a proposed text's key -> the renamed text it reorders (itself for a renamed one)
-    base_of: dict[str, str] = {schedule_key(original.text): original.text}
+    makers = {
+        "rename": lambda: rename_moves.neighbour(original.text, original.arch, threads_per_block=threads),
+        "cross-block": lambda: crossblock_moves.neighbour(original.text, original.arch),
+    }
+    steps = {kind: makers[kind]() for kind in STRUCTURAL if kind in kinds}
+    games: dict[str, Any] = {}  # a text the steps made (the original too) -> its reorder proposer
+    # a proposed text's key -> (the text of steps it reorders, or itself; the kinds that text holds)
+    made: dict[str, tuple[str, tuple[str, ...]]] = {schedule_key(original.text): (original.text, ())}
 
-    def reorder_from(base: str, text: str, rng: random.Random) -> Any:
+    def holding(done: tuple[str, ...], kind: str) -> tuple[str, ...]:
+        return done if kind in done else (*done, kind)
+
+    def step(base: str, done: tuple[str, ...], rng: random.Random) -> Candidate | None:
+        for kind in rng.sample(list(steps), len(steps)):  # another kind where this one has no move left
+            cand = steps[kind](base, rng)
+            if cand is not None:
+                now = holding(done, kind)
+                made[cand.key] = (cand.text, now)
+                return Candidate(cand.text, "+".join(now), cand.moves)
+        return None
+
+    def reorder_from(base: str, done: tuple[str, ...], text: str, rng: random.Random) -> Any:
         if base not in games:
-            kernel = original.spec.kernel
-            games[base] = reorder_neighbour(base, original.arch, kernel, source="rename+reorder")
+            source = "+".join(holding(done, "reorder"))
+            games[base] = reorder_neighbour(base, original.arch, original.spec.kernel, source=source)
         return games[base](text, rng)
 
     def propose(text: str, rng: random.Random) -> Any:
-        base = base_of.get(schedule_key(text), text)
+        base, done = made.get(schedule_key(text), (text, ()))
         if not reorder or rng.random() < 0.5:
-            cand = rename(base, rng)
-            if cand is not None:
-                base_of[schedule_key(cand.text)] = cand.text
+            cand = step(base, done, rng)
+            if cand is not None or not reorder:
                 return cand
-        if not reorder:
-            return None
-        cand = reorder_from(base, text, rng)
+        cand = reorder_from(base, done, text, rng)
         if cand is not None:
-            base_of.setdefault(schedule_key(cand.text), base)
+            made.setdefault(cand.key, (base, done))
         return cand
 
     return _walk(propose, original, seed)
-
-
-def crossblock_search(original: Original, seed: int) -> Search:
-    """Annealing on GPU time where each step hoists or sinks one instruction over a block boundary
-    (:mod:`sass_lsp.schedule.crossblock_moves`, both blocks' control codes repaired)."""
-    from sass_lsp.schedule import crossblock_moves
-
-    return _walk(crossblock_moves.neighbour(original.text, original.arch), original, seed)
 
 
 def _walk(propose: Callable[[str, Any], Any], original: Original, seed: int) -> Search:
