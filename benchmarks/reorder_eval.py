@@ -23,8 +23,10 @@ surrogate over pairs of instructions out of ptxas's order instead of displacemen
 ``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart). Beyond reorders
 (issue #33's table and its ablation): ``random_all`` (random legal chains of reorder, control and rename
 moves, screened in order), ``control``, ``rename`` and ``cross_block`` (``optimize --moves`` of that kind
-alone: annealing on GPU time), and ``optimize_default`` (``optimize``'s default: the reorder search, then
-control codes). ``policy_surrogate_mix_prior`` is the reorder search alone.
+alone: annealing on GPU time), ``optimize_default`` (``optimize``'s default: the reorder search, then
+control codes) and ``all_kinds`` (``optimize --moves`` of every kind: one walk of renames, cross-block moves
+and reorders of the texts they made, then control codes). ``policy_surrogate_mix_prior`` is the reorder
+search alone.
 
     python benchmarks/reorder_eval.py --policy sass_lsp/policy/models/reorder-v2 --budget 20 --json OUT.json
 
@@ -87,13 +89,14 @@ SURROGATE_ROWS = {  # row -> policy_search's policy_surrogate with (its share of
     "policy_surrogate_mix_pairs": (MIX_UNIFORM_SHARE, "pairs"),
     "policy_surrogate_mix_prior": (MIX_UNIFORM_SHARE, "displacement"),  # + the performance model's prior
 }
-# Rows that are `optimize` settings beyond reorders: control-code annealing alone, and optimize's default
-# (the reorder search with the performance model's prior for half the budget, then control codes).
+# Rows that are `optimize` settings beyond reorders: each kind alone, optimize's default (the reorder search
+# with the performance model's prior for half the budget, then control codes), and every kind together.
 CHOICES = {
     "control": app.SearchChoice(moves=("control",)),
     "rename": app.SearchChoice(moves=("rename",)),
     "cross_block": app.SearchChoice(moves=("cross-block",)),
     "optimize_default": app.SearchChoice(),
+    "all_kinds": app.SearchChoice(moves=app.MOVE_KINDS),
 }
 # random_all: random legal chains over reorder, control and rename moves (move_campaign.py's draws), screened
 RANDOM_ALL_KINDS = ("reorder", "control", "rename")
