@@ -93,11 +93,12 @@ def mutants(
     if not reorders:
         chain = functools.partial(random_moves, original=text, kinds=kinds)
         return distinct_mutants(name, text, count, moves, seed, chain)
+    from sass_lsp import app
     from sass_lsp.schedule.baselines import random_legal
     from sass_lsp.schedule.game import ReorderGame
     from sass_lsp.schedule.search import game_candidate
 
-    game = ReorderGame.from_text(text, module_arch_of(text))
+    game = ReorderGame.from_text(text, app.kernel_arch(text, name))
     start = game.snapshot()
     done_reorders: dict[str, tuple[str, ...]] = {}
 
@@ -111,13 +112,6 @@ def mutants(
 
     rows = distinct_mutants(name, text, count, moves, seed, chain)
     return [r | {"reorders": list(done_reorders[r["text"]])} for r in rows]
-
-
-def module_arch_of(text: str) -> str:
-    from sass_lsp.cuasm import parse_cuasm
-    from sass_lsp.cuasm.assembler import module_arch
-
-    return module_arch(parse_cuasm(text)[0])
 
 
 def _kernel_mutants(item: tuple[str, str], **kw: object) -> list[dict]:

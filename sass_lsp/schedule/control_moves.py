@@ -66,7 +66,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from sass_lsp.analysis.check import check_kernel
-from sass_lsp.analysis.hazards import Checker
 from sass_lsp.analysis.program import Block, Ctrl, Kernel, Node, build_kernel, decode_ctrl, encode_ctrl
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
@@ -447,8 +446,7 @@ def _scoreboard_moves(
     for nd in k.nodes:
         if "depbar" in nd.eff.flags:
             depbar |= nd.eff.sb_set
-    checker: Checker | None = None
-    base: set[tuple[str, int]] = set()
+    base: set[tuple[str, int]] | None = None
     out: list[ControlMove] = []
     for b in k.blocks:
         # (setter, field, scoreboard, W1, J) of the kinds asked for: cheap, so the checker runs only for these
@@ -463,11 +461,10 @@ def _scoreboard_moves(
                     shapes.append((x, field, sb, *span))
         if not shapes:
             continue
-        if checker is None:  # once per kernel, and only for one with a candidate
-            checker = Checker(k, sem)
-            checker.run()
+        if base is None:  # once per kernel, and only for one with a candidate
             base = {(f.code, f.line) for f in check_kernel(k, sem)}
-        before = _pending(k, b, {e.sb for e in checker.entry[b.idx].events if e.sb >= 0})
+        entry = kernel_context(k, sem).entry[b.idx]  # the checker's state at block entry (cached per kernel)
+        before = _pending(k, b, {e.sb for e in entry.events if e.sb >= 0})
         fixed = block_deps(k, b.idx, sem).fixed
         for x, field, sb, w1, waiter in shapes:
             if x in fixed or not _editable(k.nodes[x], lines):
