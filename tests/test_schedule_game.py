@@ -284,18 +284,19 @@ def test_edits_reproduce_the_game_kernel() -> None:
 
 
 def _labelled_instructions(text: str) -> dict[str, str]:
-    """Each label the ELF's metadata names (``.word .L_x_N@srel``) -> the instruction it points at."""
+    """Each label the ELF's metadata names (``.word .L_x_N@srel``, CuAssembler's ``.CUASM_OFFSET_LABEL.``
+    markers, keyed by line) -> the instruction it points at."""
     refs = set(re.findall(r"(\.L_x_\d+)@srel", text))
     lines, out = text.splitlines(), {}
     for i, line in enumerate(lines):
-        m = re.match(r"\s*(\.L_x_\d+):", line)
-        if m and m.group(1) in refs:
+        m = re.match(r"\s*(\.L_x_\d+|\.CUASM_OFFSET_LABEL\.\S*):", line)
+        if m and (m.group(1) in refs or m.group(1).startswith(".CUASM")):
             nxt = next(ln for ln in lines[i + 1 :] if re.search(r"/\*[0-9a-f]{4}\*/", ln))
-            out[m.group(1)] = re.sub(r".*\*/\s*", "", nxt).strip()
+            out[f"{m.group(1)}@{i}"] = re.sub(r".*\*/\s*", "", nxt).strip()
     return out
 
 
-@pytest.mark.parametrize("name", ["flash_attn_fwd", "triton_layernorm"])
+@pytest.mark.parametrize("name", ["flash_attn_fwd", "triton_layernorm", "triton_softmax"])
 def test_reorders_keep_every_metadata_label_on_its_instruction(name: str) -> None:
     """EXIT and cooperative-group SHFL offsets in .nv.info name instructions by label: a reorder must not
     slide another instruction under such a label (random moves used to, on both kernels)."""

@@ -77,6 +77,7 @@ from sass_lsp.isa.semantics import Semantics, load_semantics, reused_units
 from sass_lsp.schedule.deps import (
     LATE_READ_CAP,
     MAX_STALL,
+    OFFSET_MARK,
     UNTRUSTED_RAW_FLOOR,
     KernelContext,
     block_deps,
@@ -92,7 +93,6 @@ COLLECTIVE = frozenset({"VOTE", "VOTEU", "SHFL", "MATCH", "REDUX", "ELECT", "WAR
 # Fixed-latency pipes of plain arithmetic (not MMA, R2UR, or the control pipe's NOP/BSSY/WARPSYNC...).
 PIPES = frozenset({"alu", "fma", "fma_wide", "uniform", "umov"})
 GMMA_ORDER = frozenset({"gmma", "gmma_wait", "warpgroup"})  # what orders HGMMA's asynchronous registers
-OFFSET_MARK = ".CUASM_OFFSET_LABEL."  # CuAssembler's label naming an instruction for an nvinfo offset
 _ADDR = re.compile(r"/\*[0-9a-fA-F]+\*/")
 
 

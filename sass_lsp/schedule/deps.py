@@ -662,17 +662,20 @@ def _is_barrier(f: NodeFacts, nd: Node, sem: Semantics) -> bool:
 
 
 _LABEL = re.compile(r"\.L\w*")
+OFFSET_MARK = ".CUASM_OFFSET_LABEL."  # CuAssembler's label naming an instruction for an nvinfo offset
 
 
 def _metadata_anchored(k: Kernel) -> frozenset[int]:
-    """Blocks whose first instruction a local label (``.L…``, not the kernel's symbol) no branch names
-    points at. nvdisasm writes such a label where the ELF's metadata records an instruction's address (EXIT
-    and cooperative-group SHFL offsets, ...): that instruction keeps its address, so nothing moves before
+    """Blocks whose first instruction the ELF's metadata records by address (EXIT and cooperative-group SHFL
+    offsets, ...): nvdisasm labels it with a local label (``.L…``, not the kernel's symbol) no branch names,
+    CuAssembler with an ``OFFSET_MARK`` label. That instruction keeps its address, so nothing moves before
     it."""
     targets = {t for nd in k.nodes for t in _LABEL.findall(nd.text)}
-    return frozenset(
-        b.idx for b in k.blocks if any(_LABEL.fullmatch(x) and x not in targets for x in b.labels)
-    )
+
+    def names_an_offset(label: str) -> bool:
+        return label.startswith(OFFSET_MARK) or (_LABEL.fullmatch(label) is not None and label not in targets)
+
+    return frozenset(b.idx for b in k.blocks if any(map(names_an_offset, b.labels)))
 
 
 def _build_deps(ctx: KernelContext, block: int) -> BlockDeps:
