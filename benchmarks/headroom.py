@@ -12,9 +12,12 @@ screened speedup over every candidate in the logs (biased upwards: a maximum ove
 many candidates were screened; below the table, the geometric means of the caps and of the best screened
 (what a search that always found the fastest schedule any of these logs measured would score).
 
-Ceilings, from /work/.library/device/KINDS.md (measured on these H200 machines) unless noted:
-device-to-device copy 4.3 TB/s (bytes read + written), fp16/bf16 matrix product 788 TFLOP/s on random data;
-fp32 FMA 67 TFLOP/s is the datasheet's (a lead, not measured here).
+Ceilings (``--gpu``): the device-to-device copy (bytes read + written) and the fp16/bf16 matrix product on
+random data were measured on the lent machines (/work/.library/device/KINDS.md: H200 4.3 TB/s and 788 TFLOP/s,
+H100 3.0 TB/s and 798 TFLOP/s); the rest are datasheet rates shared by both (same chip and clocks), leads
+rather than measurements: fp32 FMA 67 TFLOP/s, dense fp8 matrix product 1,979 TFLOP/s, and MUFU (exp2 and
+the other special functions) 16 per clock per SM, 132 SMs at 1.98 GHz. A kernel with several units gets a
+floor for each, and the largest is its bound (flash attention: its matrix products, or its exponentials).
 
     R=benchmarks/results/reorder_eval_h200.tar.xz  # ARCHIVE:MEMBER paths: benchmarks/results_archive.py
     python benchmarks/headroom.py "$R:reorder_measurements_h200_run*.jsonl"
@@ -34,11 +37,23 @@ from results_archive import expand
 
 from sass_lsp.gpu.measure import read_log
 
-COPY_BYTES_PER_S = 4.3e12
-# Arithmetic the matrix products must do (2·M·N·K) and the rate of the unit doing it.
-FLOOR_FLOPS = {
-    "sgemm_tiled": (2 * 2048**3, 67e12, "fp32 FMA (datasheet)"),
-    "triton_matmul": (2 * 4096**3, 788e12, "fp16 tensor core"),
+# Per GPU: (copy bytes/s, fp16/bf16 matrix FLOP/s), both measured; other rates are the datasheet's (see above).
+MEASURED = {"h200": (4.3e12, 788e12), "h100": (3.0e12, 798e12)}
+FP32_FMA, FP8_TENSOR, MUFU = 67e12, 1979e12, 132 * 16 * 1.98e9
+FLASH_BHND = (4, 16, 1024, 64)  # flash_attn_fwd's batch, heads, sequence, head dim (its corpus launch)
+# The work each compute-bound kernel must do, per unit: (amount, rate or None for the measured tensor rate,
+# unit). Matrix products 2·M·N·K; conv2d 2·(3·3·C)·C·H·W; attention two products of 2·N·N·D per head, and
+# one exponential per score.
+FLOOR_WORK = {
+    "sgemm_tiled": [(2 * 2048**3, FP32_FMA, "fp32 FMA (datasheet)")],
+    "triton_matmul": [(2 * 4096**3, None, "fp16 tensor core")],
+    "bf16_gemm": [(2 * 2048**3, None, "bf16 tensor core")],
+    "fp8_blockscale_gemm": [(2 * 2048**3, FP8_TENSOR, "fp8 tensor core (datasheet)")],
+    "conv2d": [(2 * 9 * 64 * 64 * 512 * 512, FP32_FMA, "fp32 FMA (datasheet)")],
+    "flash_attn_fwd": [
+        (4 * FLASH_BHND[0] * FLASH_BHND[1] * FLASH_BHND[2] ** 2 * FLASH_BHND[3], None, "fp16 tensor core"),
+        (FLASH_BHND[0] * FLASH_BHND[1] * FLASH_BHND[2] ** 2, MUFU, "MUFU exp2 (datasheet)"),
+    ],
 }
 COLUMNS = (  # (row key, table heading)
     ("kernel", "kernel"), ("original_us", "original µs"), ("bytes_mb", "bytes MB"), ("achieved_tb_s", "TB/s"),
@@ -52,7 +67,8 @@ def min_bytes(spec) -> int:  # noqa: ANN001
     return sum(p.nbytes * (("in" in p.role) + ("out" in p.role)) for _, p in spec.buffers)
 
 
-def headroom(logs: list[Path]) -> list[dict]:
+def headroom(logs: list[Path], gpu: str = "h200") -> list[dict]:
+    copy_rate, tensor_rate = MEASURED[gpu]
     orig_ms: dict[str, list[float]] = defaultdict(list)
     best: dict[str, float] = {}
     screened: dict[str, int] = defaultdict(int)
@@ -71,10 +87,9 @@ def headroom(logs: list[Path]) -> list[dict]:
         _text, _cubin, spec = load_kernel(name)
         seconds = statistics.median(orig_ms[name]) / 1e3
         nbytes = min_bytes(spec)
-        floors = {"memory": nbytes / COPY_BYTES_PER_S}
-        if name in FLOOR_FLOPS:
-            flops, rate, unit = FLOOR_FLOPS[name]
-            floors[unit] = flops / rate
+        floors = {"memory": nbytes / copy_rate}
+        for work, rate, unit in FLOOR_WORK.get(name, ()):
+            floors[unit] = work / (rate or tensor_rate)
         bound, floor = max(floors.items(), key=lambda kv: kv[1])
         rows.append(
             {
@@ -97,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", type=Path, nargs="+")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--gpu", choices=sorted(MEASURED), default="h200", help="whose measured ceilings to use")
     args = ap.parse_args(argv)
     args.logs = expand(args.logs)
-    rows = headroom(args.logs)
+    rows = headroom(args.logs, args.gpu)
     if not rows:
         print("error: no screened trial with the original's time in these logs", file=sys.stderr)
         return 2

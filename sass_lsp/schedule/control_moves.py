@@ -43,8 +43,7 @@ The moves (``kind``)
   WARPGROUP, HGMMA, placeholders, the block's last instruction): what their issue needs is not modelled.
   The repair keeps ptxas's stall where no latency explains it; these moves do cut those gaps, so they rest
   on the model alone: the GPU decides (``benchmarks/control_hardware.py``).
-- ``scoreboard`` (only when asked for, not in ``KINDS`` until the GPU has checked it): a variable-latency
-  op's W (or R) scoreboard moved to another, where two ops shared one
+- ``scoreboard``: a variable-latency op's W (or R) scoreboard moved to another, where two ops shared one
   and the first wait on it after the op (W1) needs only the other: W1 stops waiting for this op, and the
   first instruction from W1 on that may need it (it touches the op's registers, or is variable-latency,
   memory, barrier, HGMMA, control flow or clock/PC-reading; else the block's last) waits on the new
@@ -77,10 +76,9 @@ from sass_lsp.schedule.deps import block_deps, entry_bounds, exit_bounds, kernel
 from sass_lsp.schedule.moves import pick_move, recent_moves
 from sass_lsp.schedule.repair import strip_reuse
 
-KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall")  # each checked on the GPU
-# On request only: scoreboard reassignments, not yet run on a GPU (``scoreboard_rename`` makes every wait
-# wait for the same ops: a check of the model, no gain).
-ALL_KINDS = (*KINDS, "scoreboard", "scoreboard_rename")
+KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall", "scoreboard")  # each checked on the GPU
+# On request only: ``scoreboard_rename`` makes every wait wait for the same ops, a check of the model, no gain.
+ALL_KINDS = (*KINDS, "scoreboard_rename")
 # Pipes whose instructions keep their yield bit (control flow, NOP, BSSY/BSYNC, WARPSYNC, ...).
 NO_YIELD_PIPES = frozenset({"branch", "control"})
 REUSE_BITS = 0xF << 122  # the operand-slot reuse flags of the 128-bit word
