@@ -37,7 +37,7 @@ from results_archive import expand
 
 from sass_lsp.gpu.measure import read_log
 
-# Per GPU: (copy bytes/s, fp16/bf16 matrix FLOP/s), both measured; other rates are the datasheet's (see above).
+# Per GPU: (copy bytes/s, fp16/bf16 matrix FLOP/s), both measured; the other rates are datasheet leads.
 MEASURED = {"h200": (4.3e12, 788e12), "h100": (3.0e12, 798e12)}
 FP32_FMA, FP8_TENSOR, MUFU = 67e12, 1979e12, 132 * 16 * 1.98e9
 FLASH_BHND = (4, 16, 1024, 64)  # flash_attn_fwd's batch, heads, sequence, head dim (its corpus launch)

@@ -482,16 +482,16 @@ def test_hardware_benchmark_makes_scoreboard_mutants_after_reorders(monkeypatch)
 
 def test_deepgemm_ffma_interleaving_probe(monkeypatch) -> None:
     """control_probe's ``interleave_ffma`` on the FP8 block-scaled GEMM (two runs of 32 promotion FFMAs,
-    each reading its scale register with .reuse): every other FFMA of each run's first 18 yields and drops its flag,
-    as DeepGEMM's script flips them; the binary changes only in those words' control and reuse bits, and
-    the checker stays silent. A kernel without such runs is left as it is."""
+    each reading its scale register with .reuse): every other FFMA of each run's first 18 yields and drops
+    its flag, as DeepGEMM's script flips them; the binary changes only in those words' control and reuse
+    bits, and the checker stays silent. A kernel without such runs is left as it is."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     from control_probe import interleave_ffma
 
     text = original("fp8_blockscale_gemm")
     edited = interleave_ffma(text)
-    changed = [n for n, (a, b) in enumerate(zip(text.splitlines(), edited.splitlines(), strict=True)) if a != b]
     lines = edited.splitlines()
+    changed = [n for n, (a, b) in enumerate(zip(text.splitlines(), lines, strict=True)) if a != b]
     assert len(changed) == 18 and all(":Y:S" in lines[n] and "FFMA" in lines[n] for n in changed)
     assert all(".reuse" not in lines[n] and ".reuse" in text.splitlines()[n] for n in changed)
     assert {changed[i + 1] - changed[i] for i in (*range(8), *range(9, 17))} == {2}  # every other, each run

@@ -76,8 +76,8 @@ from sass_lsp.schedule.deps import block_deps, entry_bounds, exit_bounds, kernel
 from sass_lsp.schedule.moves import pick_move, recent_moves
 from sass_lsp.schedule.repair import strip_reuse
 
-KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall", "scoreboard")  # each checked on the GPU
-# On request only: ``scoreboard_rename`` makes every wait wait for the same ops, a check of the model, no gain.
+KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall", "scoreboard")  # each GPU-checked
+# On request only: ``scoreboard_rename`` keeps every wait waiting for the same ops (a check of the model).
 ALL_KINDS = (*KINDS, "scoreboard_rename")
 # Pipes whose instructions keep their yield bit (control flow, NOP, BSSY/BSYNC, WARPSYNC, ...).
 NO_YIELD_PIPES = frozenset({"branch", "control"})
