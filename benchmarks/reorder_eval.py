@@ -206,6 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--seed", type=int, default=0, help="the searches' random stream (random replays its moves under one)"
     )
+    ap.add_argument(
+        "--wall-limit",
+        type=float,
+        help="wall-clock seconds per kernel and method: screening stops in time to confirm within it, and "
+        "the row says so (stopped: wall_clock, fewer GPU seconds than --budget)",
+    )
     ap.add_argument("--table", type=Path, nargs="+", help="only tabulate the rows in these run logs")
     args = ap.parse_args(argv)
     if args.table:
@@ -236,10 +242,11 @@ def main(argv: list[str] | None = None) -> int:
             threads = math.prod(spec.block)
             for method in args.methods:
                 t0 = time.time()
+                deadline = time.monotonic() + args.wall_limit if args.wall_limit else None
                 search = run_method(method, text, original.arch, spec.kernel, net, args.seed, threads)
                 # screening, then the best confirmed
                 result = app.optimize_kernel(
-                    original, runner, args.budget, search=search, net=net, measure=measure
+                    original, runner, args.budget, search=search, net=net, measure=measure, deadline=deadline
                 ).result
                 log, best, confirmation = result.log, result.best, result.confirmation
                 conf = bench_to_dict(confirmation) if confirmation else None
@@ -268,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                     "gpu_seconds": round(log.spent + (_gpu_s(conf) if conf else 0.0), 2),
                     "confirm_capped": _capped(confirmation) if confirmation else None,
                     "wall_seconds": round(time.time() - t0, 1),
+                    "stopped": result.stopped,  # budget, exhausted, wall_clock (--wall-limit) or interrupted
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
