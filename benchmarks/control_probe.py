@@ -5,9 +5,9 @@
 For each corpus kernel (and the CUDA C kernels of benchmarks/kernels), whole-kernel control-code variants of
 ptxas's schedule are assembled by our assembler, verified bit for bit against the original on 5 fresh seeds
 and timed in the GPU worker: every `.reuse` flag cleared; the yield flag cleared wherever the stall allows
-(S01-S11); the yield flag set everywhere; both clearings together; DeepGEMM's FFMA interleaving (see
-``interleave_ffma``). The order and the stalls stay ptxas's, so only the scheduler hints change. One line per
-(kernel, variant), then a JSON summary.
+(S01-S11); the yield flag set everywhere; both clearings together; DeepGEMM's FFMA interleaving in every run
+of FFMAs it applies to (``control_moves``'s ``yield_interleave``). The order and the stalls stay ptxas's,
+so only the scheduler hints change. One line per (kernel, variant), then a JSON summary.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from sass_lsp.cuasm import assemble_cuasm, write_cuasm
 from sass_lsp.gpu import GpuRunner
 from sass_lsp.gpu.bench import run_bench
 from sass_lsp.gpu.corpus import corpus_names
+from sass_lsp.schedule.control_moves import apply_moves, control_moves
 
 KERNELS = [*corpus_names(), "sgemm_tiled", "stencil2d"]
 _CTRL = re.compile(r"\[(B[0-5-]{6}):(R[0-5-]):(W[0-5-]):([Y-]):S(\d\d)\]")
@@ -58,37 +59,9 @@ def _no_reuse(text: str) -> str:
     return text.replace(".reuse", "")
 
 
-_FFMA = re.compile(r"\bFFMA\b[^;]*?,\s*[-|]*R\d+(?:\.reuse)?\s*,\s*[-|]*(R\d+)(\.reuse)?\s*,")
-_FFMA_RUN = 16  # DeepGEMM edits runs of at least 16 consecutive FFMAs
-
-
 def interleave_ffma(text: str) -> str:
-    """DeepGEMM's FFMA interleaving (deep_gemm/jit/interleave_ffma.py, which gave 10%+ on Hopper FP8 GEMMs
-    with per-block scaling), on the text. In each run of at least 16 consecutive FFMAs, over its first 9/16
-    (an even count), an FFMA whose second source carries `.reuse` gets Y and loses its `.reuse` flags when
-    that register is new to the run, or the FFMA before kept no flag on the same register: every other
-    promotion FFMA that reads the shared scale yields."""
-    lines = text.split("\n")
-    runs: list[list[int]] = [[]]
-    for i, ln in enumerate(lines):
-        if _CTRL.search(ln) and _FFMA.search(ln):
-            runs[-1].append(i)
-        elif _CTRL.search(ln) or ln.strip().endswith(":"):  # another instruction or a label ends a run
-            runs.append([])
-    for run in runs:
-        if len(run) < _FFMA_RUN:
-            continue
-        seen: set[str] = set()
-        last_reused, last_reg = False, ""
-        for i in run[: len(run) * 9 // 16 // 2 * 2]:
-            m = _FFMA.search(lines[i])
-            reg, reused = m.group(1), m.group(2) is not None
-            if reused and (reg not in seen or (last_reused and reg == last_reg)):
-                lines[i] = _no_reuse(_CTRL.sub(lambda c: f"[{c[1]}:{c[2]}:{c[3]}:Y:S{c[5]}]", lines[i]))
-                reused = False
-            seen.add(reg)
-            last_reused, last_reg = reused, reg
-    return "\n".join(lines)
+    """DeepGEMM's FFMA interleaving over the whole kernel: every ``yield_interleave`` control move at once."""
+    return apply_moves(text, control_moves(text, kinds=("yield_interleave",)))
 
 
 VARIANTS = {

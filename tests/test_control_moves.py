@@ -480,23 +480,28 @@ def test_hardware_benchmark_makes_scoreboard_mutants_after_reorders(monkeypatch)
     )
 
 
-def test_deepgemm_ffma_interleaving_probe(monkeypatch) -> None:
-    """control_probe's ``interleave_ffma`` on the FP8 block-scaled GEMM (two runs of 32 promotion FFMAs,
-    each reading its scale register with .reuse): every other FFMA of each run's first 18 yields and drops
-    its flag, as DeepGEMM's script flips them; the binary changes only in those words' control and reuse
-    bits, and the checker stays silent. A kernel without such runs is left as it is."""
+def test_yield_interleave_is_deepgemms_ffma_interleaving(monkeypatch) -> None:
+    """On the FP8 block-scaled GEMM (two runs of 32 promotion FFMAs, each reading its scale register with
+    .reuse), one ``yield_interleave`` move per run: every other FFMA of the run's first 18 yields and drops
+    its flag, as DeepGEMM's script flips them. The binary changes only in those words' control and reuse
+    bits, the checker stays silent, and control_probe's whole-kernel variant is both moves. A kernel without
+    such runs has none."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     from control_probe import interleave_ffma
 
     text = original("fp8_blockscale_gemm")
-    edited = interleave_ffma(text)
+    moves = [m for m in moves_of("fp8_blockscale_gemm") if m.kind == "yield_interleave"]
+    assert [len(m.lines) for m in moves] == [9, 9]
+    edited = cm.apply_moves(text, moves)
+    assert edited == interleave_ffma(text) == cm.apply(cm.apply(text, moves[0]), moves[1])
     lines = edited.splitlines()
     changed = [n for n, (a, b) in enumerate(zip(text.splitlines(), lines, strict=True)) if a != b]
-    assert len(changed) == 18 and all(":Y:S" in lines[n] and "FFMA" in lines[n] for n in changed)
-    assert all(".reuse" not in lines[n] and ".reuse" in text.splitlines()[n] for n in changed)
+    assert [n + 1 for n in changed] == sorted(line for m in moves for line in m.lines)
+    assert all(":Y:S" in lines[n] and "FFMA" in lines[n] and ".reuse" not in lines[n] for n in changed)
+    assert all(".reuse" in text.splitlines()[n] for n in changed)
     assert {changed[i + 1] - changed[i] for i in (*range(8), *range(9, 17))} == {2}  # every other, each run
     assert findings(edited) == []
     before, after = _words(assemble_cuasm(text)), _words(assemble_cuasm(edited))
     diffs = [(a, b) for sec in before for a, b in zip(before[sec], after[sec], strict=True) if a != b]
     assert len(diffs) == 18 and all((a ^ b) & ~(CONTROL_MASK | REUSE_BITS) == 0 for a, b in diffs)
-    assert interleave_ffma(original("triton_add")) == original("triton_add")
+    assert not [m for m in moves_of("triton_add") if m.kind == "yield_interleave"]

@@ -55,6 +55,12 @@ The moves (``kind``)
   (its first waiter needs the op); reorders that make ops share a scoreboard do.
 - ``scoreboard_rename`` (only when asked for, not in ``KINDS``): the same where W1 needs the op itself:
   every wait waits for the same ops as before, so it tests the scoreboard model, not a speed-up.
+- ``yield_interleave``: DeepGEMM's FFMA interleaving (``deep_gemm/jit/interleave_ffma.py``, 10%+ on Hopper
+  FP8 GEMMs whose per-block scaling promotes the tensor cores' sums with runs of FFMAs), as one move per run
+  of at least 16 consecutive FFMAs in a block: over the run's first 9/16 (an even count), an FFMA whose
+  second source carries ``.reuse`` gets yield on (its ``.reuse`` dropped) when that register is new to the
+  run or the FFMA before had just lost its flag on it, so every other FFMA that shares a source yields. It
+  is a chain of ``yield_on`` moves that a walk of single moves would hardly find.
 """
 
 from __future__ import annotations
@@ -76,9 +82,10 @@ from sass_lsp.schedule.deps import block_deps, entry_bounds, exit_bounds, kernel
 from sass_lsp.schedule.moves import pick_move, recent_moves
 from sass_lsp.schedule.repair import strip_reuse
 
-KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall", "scoreboard")  # each GPU-checked
+KINDS = ("yield_on", "yield_off", "reuse_clear", "reuse_set", "stall", "scoreboard", "yield_interleave")
 # On request only: ``scoreboard_rename`` keeps every wait waiting for the same ops (a check of the model).
 ALL_KINDS = (*KINDS, "scoreboard_rename")
+INTERLEAVE_RUN = 16  # the fewest consecutive FFMAs DeepGEMM interleaves
 # Pipes whose instructions keep their yield bit (control flow, NOP, BSSY/BSYNC, WARPSYNC, ...).
 NO_YIELD_PIPES = frozenset({"branch", "control"})
 REUSE_BITS = 0xF << 122  # the operand-slot reuse flags of the 128-bit word
@@ -108,7 +115,8 @@ class ControlMove:
     register: str = ""  # reuse_*: the register, e.g. "R51"
     drop_reuse: bool = False  # yield_on: the instruction's .reuse flags go
     description: str = ""
-    # scoreboard: the waits it rewrites, as (line, ctrl_col, old_ctrl, ctrl) like the fields above
+    # the other lines it rewrites, as (line, ctrl_col, old_ctrl, ctrl) like the fields above: scoreboard's
+    # waits; yield_interleave's other FFMAs (their .reuse dropped too)
     waits: tuple[tuple[int, int, str, str], ...] = ()
 
     @property
@@ -149,8 +157,11 @@ def _apply_to(lines: list[str], move: ControlMove) -> None:
         if not 0 < line <= len(lines):
             raise ControlMoveError(f"line {line} is not in the text ({len(lines)} lines)")
     lines[move.line - 1] = _apply_line(lines[move.line - 1], move)
+    also = move.kind == "yield_interleave"
     for line, col, old, new in move.waits:
-        lines[line - 1] = _apply_line(lines[line - 1], ControlMove("wait", line, "", old, new, col))
+        lines[line - 1] = _apply_line(
+            lines[line - 1], ControlMove("wait", line, "", old, new, col, drop_reuse=also)
+        )
 
 
 def _apply_line(line: str, move: ControlMove) -> str:
@@ -238,6 +249,8 @@ def _kernel_moves(
             out += _stall_moves(nd, least[nd.idx], top, arch)
     if kinds & _SB_KINDS:
         out += _scoreboard_moves(k, sem, lines, kinds)
+    if "yield_interleave" in kinds:
+        out += _interleave_moves(k, lines)
     return out
 
 
@@ -279,6 +292,61 @@ def _yield_moves(nd: Node, arch: str) -> list[ControlMove]:
     if control_problem(ControlCode(c.wait_mask, c.read_sb, c.write_sb, False, c.stall), arch) is not None:
         return []
     return [_move(nd, "yield_off", off, f"yield off {op}")]
+
+
+_SECOND_SOURCE = re.compile(r"[-|]*(R\d+)\|?(\.reuse)?")
+
+
+def _interleave_moves(k: Kernel, lines: list[str]) -> list[ControlMove]:
+    """One ``yield_interleave`` move per run of FFMAs long enough, where DeepGEMM's rule picks any."""
+    out = []
+    for b in k.blocks:
+        run: list[Node] = []
+        for i in range(b.start, b.end + 1):  # one past the end closes the last run
+            nd = k.nodes[i] if i < b.end else None
+            if nd is not None and nd.eff.opcode == "FFMA" and not nd.eff.never and _editable(nd, lines):
+                run.append(nd)
+                continue
+            picked = _interleaved(run) if len(run) >= INTERLEAVE_RUN else []
+            if picked:
+                out.append(_interleave_move(run, picked))
+            run = []
+    return out
+
+
+def _interleave_move(run: list[Node], picked: list[Node]) -> ControlMove:
+    def yielding(nd: Node) -> Ctrl:
+        return replace(nd.ctrl, yield_flag=True)
+
+    first = picked[0]
+    others = tuple(
+        (n.line, n.ctrl_col - 1, encode_ctrl(n.ctrl), encode_ctrl(yielding(n))) for n in picked[1:]
+    )
+    what = f"interleave yields: yield on {len(picked)} of {len(run)} FFMAs"
+    return _move(
+        first,
+        "yield_interleave",
+        yielding(first),
+        what + ", dropping their .reuse",
+        drop_reuse=True,
+        waits=others,
+    )
+
+
+def _interleaved(run: list[Node]) -> list[Node]:
+    """The FFMAs of ``run`` DeepGEMM's rule gives the yield flag (see the module's doc)."""
+    picked, seen = [], set()
+    last_reused, last_reg = False, ""
+    for nd in run[: len(run) * 9 // 16 // 2 * 2]:
+        operands = nd.text.split("//", 1)[0].rstrip(" ;").split(None, 1)[-1].split(",")
+        m = _SECOND_SOURCE.fullmatch(operands[2].strip()) if len(operands) == 4 else None
+        reg, reused = (m.group(1), m.group(2) is not None) if m else ("", False)
+        if reused and not nd.ctrl.yield_flag and (reg not in seen or (last_reused and reg == last_reg)):
+            picked.append(nd)
+            reused = False
+        seen.add(reg)
+        last_reused, last_reg = reused, reg
+    return picked
 
 
 def _reuse_clears(nd: Node) -> list[ControlMove]:
