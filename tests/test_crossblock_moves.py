@@ -20,6 +20,7 @@ from sass_lsp.analysis.program import Kernel, build_kernel
 from sass_lsp.cuasm import assemble_cuasm, parse_cuasm
 from sass_lsp.isa.semantics import load_semantics
 from sass_lsp.schedule import crossblock_moves as cb
+from sass_lsp.schedule.deps import OFFSET_MARK
 from sass_lsp.schedule.liveness import liveness, mask
 from sass_lsp.schedule.search import Measured, annealing
 
@@ -326,7 +327,7 @@ def test_labels_named_by_nvinfo_keep_their_instruction() -> None:
     name = "triton_softmax"
     text = original(name)
     before = _labelled(text)
-    assert sum(lab.startswith(cb.OFFSET_MARK) for lab, _ in before) > 5
+    assert sum(lab.startswith(OFFSET_MARK) for lab, _ in before) > 5
     assert sum(lab in cb._referenced_labels(text) for lab, _ in before) > 5
     for move in moves_of(name):
         assert _labelled(cb.apply(text, move)) == before, move.description
@@ -340,7 +341,7 @@ def _labelled(text: str) -> list[tuple[str, str]]:
     for kn in kernel_names(text):
         k = kernel(text, kn)
         for lab, i in sorted(k.label_node.items(), key=lambda x: x[1]):
-            if i < len(k.nodes) and (lab in named or lab.startswith(cb.OFFSET_MARK)):
+            if i < len(k.nodes) and (lab in named or lab.startswith(OFFSET_MARK)):
                 out.append((lab if lab in named else lab.rsplit(".", 1)[0], _plain(k.nodes[i].text)))
     return sorted(out)
 

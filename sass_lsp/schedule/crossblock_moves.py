@@ -21,8 +21,9 @@ The edge (conservative: a wrong move corrupts a kernel, a missed one only costs 
   moved instruction's results (backward liveness over the CFG over every register, predicate and uniform
   unit; a guarded write does not kill; a call, return or unresolved branch makes everything live) and do
   not write them within the producer's longest latency (a later write must not land first).
-- A label at B's start that is referenced other than by a branch (an ``@srel`` word in ``.nv.info``: exit and
-  cooperative-group instruction offsets), or CuAssembler's offset marker, names B's first instruction: that
+- A label at B's start that the ELF's metadata may name (the reorder game's anchor, ``deps``: a label no
+  branch names, or CuAssembler's offset marker; or one the text names other than by a branch, an ``@srel``
+  word in ``.nv.info``: exit and cooperative-group instruction offsets) names B's first instruction: that
   one stays first (it is not hoisted, and a sink lands after it, crossing it). A terminator that carries a
   label itself (a one-instruction block) takes no hoist (the instruction would land after its label).
 - No call, return or unresolved branch ends P.
@@ -77,7 +78,6 @@ from sass_lsp.isa.semantics import Semantics, load_semantics, reused_units
 from sass_lsp.schedule.deps import (
     LATE_READ_CAP,
     MAX_STALL,
-    OFFSET_MARK,
     UNTRUSTED_RAW_FLOOR,
     KernelContext,
     block_deps,
@@ -208,10 +208,10 @@ class _Enumerator:
         return self.loops[p] == self.loops[s]
 
     def _pinned(self, s: int) -> bool:
-        """B's first instruction must stay first: a label at B's start names it for something other than a
-        branch (an ``@srel`` word of ``.nv.info``: exit or cooperative-group instruction offsets), or it is
-        CuAssembler's offset marker for one."""
-        return any(lab in self.referenced or lab.startswith(OFFSET_MARK) for lab in self.k.blocks[s].labels)
+        """B's first instruction must stay first: the reorder game's metadata anchor (a label no branch names,
+        or CuAssembler's offset marker), or a label the text names other than by a branch (an ``@srel`` word
+        of ``.nv.info``: exit or cooperative-group instruction offsets), which may also be a branch target."""
+        return s in self.ctx.anchored or any(lab in self.referenced for lab in self.k.blocks[s].labels)
 
     def _terminator(self, p: int) -> int | None:
         """P's last node when it is a flow instruction (branch, exit), else None (P falls through)."""
