@@ -7,13 +7,14 @@ import collections
 import functools
 import json
 import random
+import shutil
 from dataclasses import replace
 
 import pytest
 from paths import ROOT, TRITON_CORPUS
 
 from sass_lsp.analysis import check_module
-from sass_lsp.cuasm import assemble_cuasm, parse_cuasm
+from sass_lsp.cuasm import assemble_cuasm, parse_cuasm, write_cuasm
 from sass_lsp.elf import read_cubin
 from sass_lsp.isa.control import CONTROL_MASK, CONTROL_SHIFT, control_bits
 from sass_lsp.model import Instruction
@@ -505,3 +506,24 @@ def test_yield_interleave_is_deepgemms_ffma_interleaving(monkeypatch) -> None:
     diffs = [(a, b) for sec in before for a, b in zip(before[sec], after[sec], strict=True) if a != b]
     assert len(diffs) == 18 and all((a ^ b) & ~(CONTROL_MASK | REUSE_BITS) == 0 for a, b in diffs)
     assert not [m for m in moves_of("triton_add") if m.kind == "yield_interleave"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_yield_interleave_on_the_register_tiled_cuda_kernels(tmp_path, monkeypatch) -> None:
+    """Every run the rule picks in the CUDA C kernels with long FFMA runs (benchmarks/kernels, built by nvcc),
+    all at once: the checker stays silent and only the picked FFMAs' control and reuse bits change."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from reorder_eval import load_kernels
+
+    counts = {}
+    for name, _origin, cubin, _spec in load_kernels(["conv2d", "sgemm_tiled", "fma_2k"], tmp_path):
+        text = write_cuasm(cubin, source_name=name)
+        moves = cm.control_moves(text, kinds=("yield_interleave",))
+        counts[name] = len(moves)
+        edited = cm.apply_moves(text, moves)
+        assert findings(edited) == [], name
+        before, after = _words(cubin), _words(assemble_cuasm(edited))
+        diffs = [(a, b) for sec in before for a, b in zip(before[sec], after[sec], strict=True) if a != b]
+        assert len(diffs) == sum(len(m.lines) for m in moves), name
+        assert all((a ^ b) & ~(CONTROL_MASK | REUSE_BITS) == 0 for a, b in diffs), name
+    assert counts["conv2d"] >= 10 and counts["sgemm_tiled"] >= 1 and counts["fma_2k"] >= 1, counts
