@@ -1,11 +1,13 @@
-"""A GPU measurement campaign of random schedules over every move kind (reorder, control codes, renaming).
+"""A GPU measurement campaign of random schedules over every move kind (reorder, control codes, renaming,
+cross-block motion).
 
 For each kernel (default: the ``train`` set of the frozen split ``benchmarks/kernels/split_compute_v1.toml``;
 a ``held_out`` kernel is refused: it is never measured for training data), schedules are drawn at random and
 measured, not chosen by a search, so the data covers what no search would have liked. A schedule is a chain
 of 1..``--max-moves`` moves whose kinds are drawn uniformly from ``--kinds``; each move is legal on the text
 the moves before it left. The chain applies its renames first (:mod:`sass_lsp.schedule.rename_moves`, on
-ptxas's text), then its reorders (random legal moves of the reorder game built on that text, which keeps
+ptxas's text), then its cross-block moves (:mod:`sass_lsp.schedule.crossblock_moves`), then its reorders
+(random legal moves of the reorder game built on that text, which keeps
 ptxas's order and control codes), then its control-code moves (:mod:`sass_lsp.schedule.control_moves`,
 stalls up to ptxas's): a reorder game takes its text's control codes for ptxas's, so control moves come
 last, and a rename of a reordered text would drop its reorders (``app.structural_search`` does the same).
@@ -71,9 +73,9 @@ from reorder_eval import ROOT, load_kernels
 from sass_lsp.files import write_atomic
 from sass_lsp.schedule.search import Measured, schedule_key
 
-KINDS = ("reorder", "control", "rename")
+KINDS = ("reorder", "control", "rename", "cross-block")
 METHOD = "random_moves"  # the log's method for these rows (sass_lsp.perf.dataset.RANDOM_METHODS)
-APPLY_ORDER = {"rename": 0, "reorder": 1, "control": 2}  # the order a chain applies its kinds (docstring)
+APPLY_ORDER = {"rename": 0, "cross-block": 1, "reorder": 2, "control": 3}  # a chain's order (docstring)
 MAX_REDRAWS = 200  # draws in a row that give nothing new before a kernel is given up
 
 
@@ -115,7 +117,7 @@ class Drawer:
         self.kinds = tuple(kind for kind in kinds if self._available(kind))
 
     def _available(self, kind: str) -> bool:
-        text, _ = getattr(self, f"_{kind}")(self.kernel.text, 1)
+        text, _ = self._move(kind)(self.kernel.text, 1)
         return text != self.kernel.text
 
     def draw(self) -> Schedule | None:
@@ -126,12 +128,22 @@ class Drawer:
         drawn = Counter(rng.choice(self.kinds) for _ in range(rng.randint(1, self.max_moves)))
         text, kinds, moves = k.text, [], []
         for kind in sorted(drawn, key=APPLY_ORDER.__getitem__):
-            text, done = getattr(self, f"_{kind}")(text, drawn[kind])
+            text, done = self._move(kind)(text, drawn[kind])
             kinds += [kind] * len(done)
             moves += done
         if not moves:
             return None
         return Schedule(k.name, text, schedule_key(text), tuple(kinds), tuple(moves))
+
+    def _move(self, kind: str) -> Callable[[str, int], tuple[str, list[str]]]:
+        """``(text, n) -> (text after up to n moves of the kind, their descriptions)``."""
+        return getattr(self, f"_{kind.replace('-', '_')}")
+
+    def _cross_block(self, text: str, n: int) -> tuple[str, list[str]]:
+        from sass_lsp.schedule import crossblock_moves
+
+        out, done = crossblock_moves.random_moves(text, n, self.rng, arch=self.kernel.arch)
+        return out, [m.description for m in done]
 
     def _rename(self, text: str, n: int) -> tuple[str, list[str]]:
         from sass_lsp.schedule import rename_moves

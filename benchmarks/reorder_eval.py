@@ -21,12 +21,12 @@ uniformly, which ``policy_prior.py`` rates above the policy's alone on sgemm_til
 surrogate over pairs of instructions out of ptxas's order instead of displacements, which
 ``surrogate_replay.py`` rates higher offline and which confirmed less on the H200, runs 58-59) and
 ``surrogate`` (all 16 uniform: the surrogate without the policy, to tell the two apart). Beyond reorders
-(issue #33's table and its ablation): ``random_all`` (random legal chains of reorder, control and rename
-moves, screened in order), ``control``, ``rename`` and ``cross_block`` (``optimize --moves`` of that kind
-alone: annealing on GPU time), ``optimize_default`` (``optimize``'s default: the reorder search, then
-control codes) and ``all_kinds`` (``optimize --moves`` of every kind: one walk of renames, cross-block moves
-and reorders of the texts they made, then control codes). ``policy_surrogate_mix_prior`` is the reorder
-search alone.
+(issue #33's table and its ablation): ``random_all`` (random legal chains of reorder, control, rename and
+cross-block moves, screened in order), ``control``, ``rename`` and ``cross_block`` (``optimize --moves`` of
+that kind alone: annealing on GPU time), ``optimize_default`` (``optimize``'s default: the reorder search,
+then control codes) and ``all_kinds`` (``optimize --moves`` of every kind: one walk of renames, cross-block
+moves and reorders of the texts they made, then control codes). ``policy_surrogate_mix_prior`` is the
+reorder search alone.
 
     python benchmarks/reorder_eval.py --policy sass_lsp/policy/models/reorder-v2 --budget 20 --json OUT.json
 
@@ -98,8 +98,6 @@ CHOICES = {
     "optimize_default": app.SearchChoice(),
     "all_kinds": app.SearchChoice(moves=app.MOVE_KINDS),
 }
-# random_all: random legal chains over reorder, control and rename moves (move_campaign.py's draws), screened
-RANDOM_ALL_KINDS = ("reorder", "control", "rename")
 METHODS = ("random", "random_all", "greedy", "annealing", *POLICY_METHODS, "surrogate", *CHOICES)
 
 
@@ -179,12 +177,12 @@ def run_method(
 def random_chains(
     text: str, arch: str, kernel: str, threads: int | None, rng: random.Random
 ) -> Iterator[Candidate]:
-    """Distinct random chains of 1-4 legal moves over ``RANDOM_ALL_KINDS``, as ``move_campaign.py`` draws
+    """Distinct random chains of 1-4 legal moves of every kind, as ``move_campaign.py`` draws
     them."""
-    from move_campaign import Drawer, Kernel, distinct_schedules
+    from move_campaign import KINDS, Drawer, Kernel, distinct_schedules
 
     k = Kernel(kernel, "", text, arch, kernel, threads)
-    for s in distinct_schedules(k, Drawer(k, RANDOM_ALL_KINDS, 4, rng)):
+    for s in distinct_schedules(k, Drawer(k, KINDS, 4, rng)):
         yield Candidate(s.text, "random_all", s.moves)
 
 

@@ -64,7 +64,7 @@ def test_chains_draw_every_kind_and_each_schedule_is_legal(kernels: list[mc.Kern
         ]:
             assert 1 <= len(s.moves) == len(s.kinds) <= 3 and s.text != k.text
             order = [mc.APPLY_ORDER[kind] for kind in s.kinds]
-            assert order == sorted(order)  # renames, then reorders, then control codes
+            assert order == sorted(order)  # renames, cross-block moves, reorders, then control codes
             assemble_cuasm(s.text, source_name=s.key)
             assert findings(s.text) == [], (k.name, s.moves)
             seen_kinds.setdefault(k.name, set()).update(s.kinds)
@@ -180,6 +180,7 @@ def test_reorder_eval_random_all_screens_the_campaigns_chains(kernels: list[mc.K
     assert len({c.text for c in drawn}) == 12 and all(c.source == "random_all" for c in drawn)
     firsts = {m.split()[0] for c in drawn for m in c.moves}  # "rename", "node" (a reorder), control moves
     assert {"rename", "node"} <= firsts and firsts & {"stall", "yield", "reuse"}, firsts
+    assert firsts & {"hoist", "sink"}, firsts  # cross-block moves
     for c in drawn[:3]:
         assert findings(c.text) == []
         assemble_cuasm(c.text, verify=False)
