@@ -172,3 +172,45 @@ def test_chained_runs_the_second_search_from_the_first_ones_best_on_one_log():
     seen.clear()
     chained(fake([0.99], "policy"), then, 0.5)(None, 4.0)
     assert seen == [(None, None)]  # nothing faster: the second search starts from the original
+
+
+def test_annealing_overlapped_walks_as_the_sequential_one_and_uses_its_proposals_ahead() -> None:
+    """``overlap=True``: the next proposal is made (and prepared) while a neighbour is measured, assuming
+    the walk stays put; the walk, its log and its rng are those of the sequential loop, over many seeds, and
+    neighbours measured after one turned down were proposed and prepared ahead (the measure's two stages
+    show which)."""
+    import threading
+
+    def propose(text: str, rng: random.Random) -> Candidate:
+        m = moves_of(text)
+        m = m[:-1] if len(m) == 9 or (m and rng.random() < 0.3) else m + rng.choice("abbbx")
+        return Candidate(lines(m), "annealing", (m,))
+
+    class Staged:
+        """``measure`` split as GpuMeasure is: prepare (CPU, may run ahead) and finish (the GPU)."""
+
+        def __init__(self) -> None:
+            self.measured = self.from_ahead = 0
+
+        def prepare(self, text: str) -> tuple[str, bool]:
+            return text, threading.current_thread() is not threading.main_thread()
+
+        def finish(self, prepared: tuple[str, bool]) -> Measured:
+            self.measured += 1
+            self.from_ahead += prepared[1]
+            return measure(prepared[0])
+
+        def __call__(self, text: str) -> Measured:
+            return self.finish(self.prepare(text))
+
+    measured = from_ahead = 0
+    for seed in range(12):
+        walks = []
+        for overlap in (False, True):
+            rng, staged = random.Random(seed), Staged()
+            log = annealing(propose, lines(""), staged, 40.0, rng, max_misses=10, overlap=overlap)
+            walks.append(([(t.candidate.key, t.result.speedup) for t in log.trials], rng.random()))
+            assert staged.from_ahead == 0 or overlap
+        measured, from_ahead = measured + staged.measured, from_ahead + staged.from_ahead
+        assert walks[0] == walks[1], seed
+    assert 0 < from_ahead < measured  # made ahead after a turned-down neighbour; not after a move or a fault

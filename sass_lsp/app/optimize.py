@@ -106,9 +106,12 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     return chained(first, control_search(original, choice.seed), 1 - CONTROL_SHARE)
 
 
-def control_search(original: Original, seed: int) -> Callable[[tuple[str, float] | None, str | None], Search]:
+def control_search(
+    original: Original, seed: int, *, overlap: bool = True
+) -> Callable[[tuple[str, float] | None, str | None], Search]:
     """Annealing on GPU time over control-code moves, from a given schedule (None: the original) that a
-    search whose candidates' source was ``start_source`` found; the walk's candidates' source names both."""
+    search whose candidates' source was ``start_source`` found; the walk's candidates' source names both.
+    ``overlap``: the next move is proposed while one is measured (the same walk, less wall time)."""
     import random
 
     from sass_lsp.schedule import control_moves
@@ -121,7 +124,9 @@ def control_search(original: Original, seed: int) -> Callable[[tuple[str, float]
         def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
             prewarm_verification(control_moves.flag_variants(start[0] if start else original.text))
             rng = random.Random(seed)
-            return annealing(propose, original.text, measure, budget, rng, on_trial=on_trial, start=start)
+            return annealing(
+                propose, original.text, measure, budget, rng, on_trial=on_trial, start=start, overlap=overlap
+            )
 
         return search
 
@@ -141,7 +146,9 @@ def prewarm_verification(texts: list[str]) -> None:
             assemble_cuasm(text, source_name="<verification prewarm>")
 
 
-def structural_search(original: Original, seed: int, kinds: Sequence[str], *, reorder: bool = True) -> Search:
+def structural_search(
+    original: Original, seed: int, kinds: Sequence[str], *, reorder: bool = True, overlap: bool = True
+) -> Search:
     """Annealing on GPU time where each step is one of ``kinds`` (``STRUCTURAL``: a register rename,
     :mod:`sass_lsp.schedule.rename_moves`; a hoist or sink, :mod:`sass_lsp.schedule.crossblock_moves`)
     made on the original or on a text such steps made, or, with ``reorder``, a uniform reorder move
@@ -150,7 +157,7 @@ def structural_search(original: Original, seed: int, kinds: Sequence[str], *, re
     cross-block move changed a block), so the game may take it for ptxas's. A step of ``kinds`` proposed at a
     reordered schedule is made on the text it reorders (its reorder moves are dropped: a game's orders
     belong to one text). A candidate's source names the kinds of move it holds in the order made
-    ("cross-block+rename+reorder")."""
+    ("cross-block+rename+reorder"). ``overlap``: the next step is proposed while one is measured."""
     import random
 
     from sass_lsp.schedule import crossblock_moves, rename_moves
@@ -199,17 +206,19 @@ def structural_search(original: Original, seed: int, kinds: Sequence[str], *, re
             made.setdefault(cand.key, (base, done))
         return cand
 
-    return _walk(propose, original, seed)
+    return _walk(propose, original, seed, overlap)
 
 
-def _walk(propose: Callable[[str, Any], Any], original: Original, seed: int) -> Search:
-    """Annealing on GPU time from ``original``, each step one of ``propose``'s moves."""
+def _walk(propose: Callable[[str, Any], Any], original: Original, seed: int, overlap: bool) -> Search:
+    """Annealing on GPU time from ``original``, each step one of ``propose``'s moves; ``overlap``: the next
+    proposed while one is measured (its move lists' caches may then differ, so the walk may too)."""
     import random
 
     from sass_lsp.schedule.search import annealing
 
     def search(measure: Any, budget: float, *, on_trial: Any = None) -> Any:
-        return annealing(propose, original.text, measure, budget, random.Random(seed), on_trial=on_trial)
+        rng = random.Random(seed)
+        return annealing(propose, original.text, measure, budget, rng, on_trial=on_trial, overlap=overlap)
 
     return search
 

@@ -192,6 +192,7 @@ def annealing(
     max_restarts: int = 8,
     on_trial: Callable[[Trial], None] | None = None,
     start: tuple[str, float] | None = None,
+    overlap: bool = False,
 ) -> SearchLog:
     """Simulated annealing on measured speedup: ``propose(text, rng)`` returns a neighbour of ``text``.
     The walk starts from ``start`` (a schedule of the original and its measured speedup), else the original.
@@ -204,7 +205,14 @@ def annealing(
     left half the budget unspent). It then restarts with T reset, alternately from the schedule measured
     surest faster and from the original, and ends after ``max_restarts`` restarts in a row that measure
     nothing new (the neighbourhoods it can reach are measured).
+
+    ``overlap``: while a neighbour is measured, the helper thread proposes (and prepares) the next one as if
+    the walk stays where it is after a draw of ``rng`` (the usual outcome: a slower neighbour turned down);
+    when it does, that proposal is the sequential walk's, else it is dropped. Only for a ``propose`` whose
+    answer depends on nothing but its text and ``rng`` (not on ``on_trial``'s measurements): the walk and
+    its log are then those of ``overlap=False``.
     """
+    prepare, finish = _stages(measure)
     log = SearchLog(budget)
     current, current_speed = start or (original, 1.0)
     t = temperature
@@ -212,37 +220,96 @@ def annealing(
     measured.setdefault(schedule_key(current), Measured("", "match", current_speed))
     misses = 0
     idle_restarts = 0  # restarts in a row that have measured nothing new yet
-    while log.left > 0:
-        if misses >= max_misses:
-            if idle_restarts == max_restarts:
-                break
-            best = log.best()
-            if idle_restarts % 2 == 0 and best is not None and (best.result.speedup or 0.0) > 1.0:
-                current, current_speed = best.candidate.text, best.result.speedup or 0.0
+    ahead: _TurnedDown | None = None  # the next proposal, made while the last neighbour was measured
+    pool = ThreadPoolExecutor(1, thread_name_prefix="anneal-ahead") if overlap else None
+    try:
+        while log.left > 0:
+            if misses >= max_misses:
+                if idle_restarts == max_restarts:
+                    break
+                best = log.best()
+                if idle_restarts % 2 == 0 and best is not None and (best.result.speedup or 0.0) > 1.0:
+                    current, current_speed = best.candidate.text, best.result.speedup or 0.0
+                else:
+                    current, current_speed = original, 1.0
+                t, misses = temperature, 0
+                idle_restarts += 1
+            if ahead is not None and ahead.holds(current, rng):
+                cand, prepared = ahead.result(rng)
             else:
-                current, current_speed = original, 1.0
-            t, misses = temperature, 0
-            idle_restarts += 1
-        cand = propose(current, rng)
-        if cand is None:
-            misses += 1
-            continue
-        text = cand.text  # unpacked once: measured, and the walk's next state if accepted
-        res = measured.get(cand.key)
-        if res is None:
-            misses = idle_restarts = 0
-            trial = log.add(cand, measure(text))
-            if on_trial is not None:
-                on_trial(trial)
-            res = measured[cand.key] = trial.result
-        else:
-            misses += 1
-        if res.accepted:
-            delta = (res.speedup or 0.0) - current_speed
-            if delta > 0 or rng.random() < math.exp(delta / max(t, 1e-9)):
-                current, current_speed = text, res.speedup or 0.0
-        t *= cooling
+                cand = propose(current, rng)
+                prepared = None
+            ahead = None
+            if cand is None:
+                misses += 1
+                continue
+            text = cand.text  # unpacked once: measured, and the walk's next state if accepted
+            res = measured.get(cand.key)
+            if res is None:
+                misses = idle_restarts = 0
+                ready = prepare(text) if prepared is None else prepared
+                if pool is not None:
+                    ahead = _TurnedDown.start(pool, propose, prepare, current, rng, set(measured))
+                trial = log.add(cand, finish(ready))
+                if on_trial is not None:
+                    on_trial(trial)
+                res = measured[cand.key] = trial.result
+            else:
+                misses += 1
+            if res.accepted:
+                delta = (res.speedup or 0.0) - current_speed
+                if delta > 0 or rng.random() < math.exp(delta / max(t, 1e-9)):
+                    current, current_speed = text, res.speedup or 0.0
+            t *= cooling
+    finally:  # the helper is done before the walk returns or raises (OutOfTime): one proposer user at a time
+        if pool is not None:
+            pool.shutdown(wait=True)
     return log
+
+
+@dataclass
+class _TurnedDown:
+    """The proposal annealing's next step makes if the neighbour being measured is turned down after one draw
+    of the walk's ``rng``: made from ``text`` with a copy of ``rng`` advanced by that draw, in a helper
+    thread, and its measurement prepared unless its schedule was measured before."""
+
+    text: str
+    state: object  # the walk's rng state the proposal assumed (after the draw)
+    future: Future
+
+    @classmethod
+    def start(
+        cls,
+        pool: ThreadPoolExecutor,
+        propose: Callable[[str, random.Random], Candidate | None],
+        prepare: Callable[[str], Any],
+        text: str,
+        rng: random.Random,
+        measured: set[str],
+    ) -> _TurnedDown:
+        ahead = copy.deepcopy(rng)
+        ahead.random()
+        state = ahead.getstate()
+
+        def run() -> tuple[Candidate | None, Any, object]:
+            cand = propose(text, ahead)
+            ready = prepare(cand.text) if cand is not None and cand.key not in measured else None
+            return cand, ready, ahead.getstate()
+
+        return cls(text, state, pool.submit(run))
+
+    def holds(self, text: str, rng: random.Random) -> bool:
+        """Whether the walk stands where this proposal assumed: the same text, the rng after that draw."""
+        if text != self.text or rng.getstate() != self.state:
+            self.future.result()  # the helper is done before the walk proposes again (one thread at a time)
+            return False
+        return True
+
+    def result(self, rng: random.Random) -> tuple[Candidate | None, Any]:
+        """The proposal and its prepared measurement (None: prepare it now); ``rng`` continues after it."""
+        cand, ready, state = self.future.result()
+        rng.setstate(state)
+        return cand, ready
 
 
 Search = Callable[..., SearchLog]  # (measure, budget, *, on_trial=None) -> SearchLog
