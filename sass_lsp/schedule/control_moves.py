@@ -294,9 +294,6 @@ def _yield_moves(nd: Node, arch: str) -> list[ControlMove]:
     return [_move(nd, "yield_off", off, f"yield off {op}")]
 
 
-_SECOND_SOURCE = re.compile(r"[-|]*(R\d+)\|?(\.reuse)?")
-
-
 def _interleave_moves(k: Kernel, lines: list[str]) -> list[ControlMove]:
     """One ``yield_interleave`` move per run of FFMAs long enough, where DeepGEMM's rule picks any."""
     out = []
@@ -336,11 +333,10 @@ def _interleave_move(run: list[Node], picked: list[Node]) -> ControlMove:
 def _interleaved(run: list[Node]) -> list[Node]:
     """The FFMAs of ``run`` DeepGEMM's rule gives the yield flag (see the module's doc)."""
     picked, seen = [], set()
-    last_reused, last_reg = False, ""
+    last_reused, last_reg = False, ()
     for nd in run[: len(run) * 9 // 16 // 2 * 2]:
-        operands = nd.text.split("//", 1)[0].rstrip(" ;").split(None, 1)[-1].split(",")
-        m = _SECOND_SOURCE.fullmatch(operands[2].strip()) if len(operands) == 4 else None
-        reg, reused = (m.group(1), m.group(2) is not None) if m else ("", False)
+        second = next((op for op in nd.eff.srcs if op.slot == 1 and _reusable(op)), None)
+        reg, reused = (second.units, second.reuse) if second else ((), False)
         if reused and not nd.ctrl.yield_flag and (reg not in seen or (last_reused and reg == last_reg)):
             picked.append(nd)
             reused = False

@@ -28,7 +28,7 @@ import math
 import random
 import re
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -249,7 +249,7 @@ def annealing(
                 misses = idle_restarts = 0
                 ready = prepare(text) if prepared is None else prepared
                 if pool is not None:
-                    ahead = _TurnedDown.start(pool, propose, prepare, current, rng, set(measured))
+                    ahead = _TurnedDown.start(pool, propose, prepare, current, rng, measured)
                 trial = log.add(cand, finish(ready))
                 if on_trial is not None:
                     on_trial(trial)
@@ -285,7 +285,7 @@ class _TurnedDown:
         prepare: Callable[[str], Any],
         text: str,
         rng: random.Random,
-        measured: set[str],
+        measured: Container[str],  # the walk's keys measured so far (read only, as the walk goes on)
     ) -> _TurnedDown:
         ahead = copy.deepcopy(rng)
         ahead.random()
