@@ -11,7 +11,9 @@ ptxas's text), then its cross-block moves (:mod:`sass_lsp.schedule.crossblock_mo
 ptxas's order and control codes), then its control-code moves (:mod:`sass_lsp.schedule.control_moves`,
 stalls up to ptxas's): a reorder game takes its text's control codes for ptxas's, so control moves come
 last, and a rename of a reordered text would drop its reorders (``app.structural_search`` does the same).
-A chain that changes nothing, or repeats a schedule measured before, is drawn again.
+A chain that changes nothing, or repeats a schedule measured before, is drawn again. Chain j of a kernel
+comes from its own random stream (seed, kernel, j), so the chains are the same however many processes draw
+them (``--draw-workers``).
 
 Each schedule is measured by the pipeline ``reorder_eval.py`` uses (``app.kernel_measure``: bit-exact
 verification on two seeds, then interleaved timing against ptxas's cubin) until ``--budget`` GPU seconds are
@@ -50,10 +52,15 @@ arguments (a held-out or unknown kernel), 3 no GPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import hashlib
 import io
+import itertools
 import json
 import math
+import multiprocessing
+import os
 import random
 import statistics
 import subprocess
@@ -61,8 +68,9 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,49 +118,61 @@ class Schedule:
 class Drawer:
     """Random chains of moves over one kernel's ptxas text."""
 
-    def __init__(self, kernel: Kernel, kinds: Sequence[str], max_moves: int, rng: random.Random) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        kinds: Sequence[str],
+        max_moves: int,
+        rng: random.Random,
+        *,
+        available: Sequence[str] | None = None,
+    ) -> None:
+        """``available``: the kinds known to have a move on ptxas's text (another drawer's ``kinds``);
+        by default each of ``kinds`` is tried."""
         self.kernel, self.max_moves, self.rng = kernel, max_moves, rng
         self._game: Any = None  # the reorder game of ptxas's text, reused (renamed texts get their own)
         # only the kinds with a move on ptxas's text are drawn (renames keeping the occupancy may be none)
-        self.kinds = tuple(kind for kind in kinds if self._available(kind))
+        if available is None:
+            available = [kind for kind in kinds if self._available(kind)]
+        self.kinds = tuple(available)
 
     def _available(self, kind: str) -> bool:
-        text, _ = self._move(kind)(self.kernel.text, 1)
+        text, _ = self._move(kind)(self.kernel.text, 1, self.rng)
         return text != self.kernel.text
 
-    def draw(self) -> Schedule | None:
-        """One chain; None when no drawn move applied."""
-        rng, k = self.rng, self.kernel
+    def draw(self, rng: random.Random | None = None) -> Schedule | None:
+        """One chain drawn from ``rng`` (default: the drawer's); None when no drawn move applied."""
+        rng, k = rng or self.rng, self.kernel
         if not self.kinds:
             return None
         drawn = Counter(rng.choice(self.kinds) for _ in range(rng.randint(1, self.max_moves)))
         text, kinds, moves = k.text, [], []
         for kind in sorted(drawn, key=APPLY_ORDER.__getitem__):
-            text, done = self._move(kind)(text, drawn[kind])
+            text, done = self._move(kind)(text, drawn[kind], rng)
             kinds += [kind] * len(done)
             moves += done
         if not moves:
             return None
         return Schedule(k.name, text, schedule_key(text), tuple(kinds), tuple(moves))
 
-    def _move(self, kind: str) -> Callable[[str, int], tuple[str, list[str]]]:
-        """``(text, n) -> (text after up to n moves of the kind, their descriptions)``."""
+    def _move(self, kind: str) -> Callable[[str, int, random.Random], tuple[str, list[str]]]:
+        """``(text, n, rng) -> (text after up to n moves of the kind, their descriptions)``."""
         return getattr(self, f"_{kind.replace('-', '_')}")
 
-    def _cross_block(self, text: str, n: int) -> tuple[str, list[str]]:
+    def _cross_block(self, text: str, n: int, rng: random.Random) -> tuple[str, list[str]]:
         from sass_lsp.schedule import crossblock_moves
 
-        out, done = crossblock_moves.random_moves(text, n, self.rng, arch=self.kernel.arch)
+        out, done = crossblock_moves.random_moves(text, n, rng, arch=self.kernel.arch)
         return out, [m.description for m in done]
 
-    def _rename(self, text: str, n: int) -> tuple[str, list[str]]:
+    def _rename(self, text: str, n: int, rng: random.Random) -> tuple[str, list[str]]:
         from sass_lsp.schedule import rename_moves
 
         k = self.kernel
-        out, done = rename_moves.random_moves(text, n, self.rng, arch=k.arch, threads_per_block=k.threads)
+        out, done = rename_moves.random_moves(text, n, rng, arch=k.arch, threads_per_block=k.threads)
         return out, [m.description for m in done]
 
-    def _reorder(self, text: str, n: int) -> tuple[str, list[str]]:
+    def _reorder(self, text: str, n: int, rng: random.Random) -> tuple[str, list[str]]:
         from sass_lsp.schedule.baselines import random_legal
         from sass_lsp.schedule.game import ReorderGame
         from sass_lsp.schedule.search import game_candidate
@@ -166,27 +186,75 @@ class Drawer:
                 self._game = (game, game.snapshot())
             game, start = self._game
             game.restore(start)
-        random_legal(game, n, self.rng)
+        random_legal(game, n, rng)
         cand = game_candidate(game, text, "campaign")
         return cand.text, list(cand.moves)
 
-    def _control(self, text: str, n: int) -> tuple[str, list[str]]:
+    def _control(self, text: str, n: int, rng: random.Random) -> tuple[str, list[str]]:
         from sass_lsp.schedule import control_moves
 
         k = self.kernel
-        out, done = control_moves.random_moves(text, n, self.rng, arch=k.arch, original=k.text)
+        out, done = control_moves.random_moves(text, n, rng, arch=k.arch, original=k.text)
         return out, [m.description for m in done]
 
 
-def distinct_schedules(kernel: Kernel, drawer: Drawer) -> Iterator[Schedule]:
-    """The drawer's schedules, each new (not ptxas's, not one drawn before); ends after ``MAX_REDRAWS``
-    draws in a row give nothing new."""
+def chains(drawer: Drawer, seed: str, workers: int = 1) -> Iterator[Schedule | None]:
+    """Chains drawn without end, chain j from its own stream ``Random(f"{seed}:{j}")``: the same chains in
+    the same order whatever ``workers``. With ``workers`` > 1 they are drawn in that many processes, a few
+    ahead of the consumer (drawing and assembling a chain is the CPU's share of a measurement, and a GPU host
+    has cores to spare)."""
+    if workers <= 1:
+        return (drawer.draw(random.Random(f"{seed}:{j}")) for j in itertools.count())
+    return _pooled_chains(drawer, seed, workers)
+
+
+def default_draw_workers() -> int:
+    """Processes that draw chains: the host's cores but two (the measuring process and the GPU worker's),
+    at most 8."""
+    return max(1, min(8, (os.cpu_count() or 1) - 2))
+
+
+_WORKER_DRAWER: Drawer | None = None  # a drawing process's own drawer
+
+
+def _start_drawing(kernel: Kernel, kinds: Sequence[str], max_moves: int) -> None:
+    global _WORKER_DRAWER
+    _WORKER_DRAWER = Drawer(kernel, kinds, max_moves, random.Random(0), available=kinds)
+
+
+def _draw_one(seed: str, j: int) -> Schedule | None:
+    assert _WORKER_DRAWER is not None
+    return _WORKER_DRAWER.draw(random.Random(f"{seed}:{j}"))
+
+
+def _pooled_chains(drawer: Drawer, seed: str, workers: int) -> Iterator[Schedule | None]:
+    bare = dataclasses.replace(drawer.kernel, cubin=b"", spec=None)  # what a chain needs, picklable
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),  # the caller may hold CUDA or torch threads
+        initializer=_start_drawing,
+        initargs=(bare, drawer.kinds, drawer.max_moves),
+    )
+    try:
+        ahead = deque(pool.submit(_draw_one, seed, j) for j in range(2 * workers))
+        for j in itertools.count(len(ahead)):
+            done = ahead.popleft().result()
+            ahead.append(pool.submit(_draw_one, seed, j))
+            yield done
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def distinct_schedules(kernel: Kernel, draws: Iterable[Schedule | None]) -> Iterator[Schedule]:
+    """The schedules of ``draws`` (:func:`chains`), each new (not ptxas's, not one drawn before); ends after
+    ``MAX_REDRAWS`` draws in a row give nothing new."""
     seen = {schedule_key(kernel.text)}
     misses = 0
-    while misses < MAX_REDRAWS:
-        s = drawer.draw()
+    for s in draws:
         if s is None or s.key in seen:
             misses += 1
+            if misses >= MAX_REDRAWS:
+                return
             continue
         misses = 0
         seen.add(s.key)
@@ -211,6 +279,7 @@ class Settings:
     budget: float = 100.0  # GPU seconds per kernel
     time_limit: float = 500.0  # wall seconds, all kernels
     seed: int = 0
+    draw_workers: int = 1  # processes drawing chains (``chains``)
 
 
 @dataclass
@@ -248,23 +317,25 @@ def run_campaign(
         _append(log, {"kind": "device", "kernel": k.name, "kinds_drawn": list(drawer.kinds), **device_for(k)})
         measure = measure_for(k)
         spent = 0.0
-        for s in distinct_schedules(k, drawer):
-            if spent >= settings.budget or clock() >= share_end:
-                break
-            _append(
-                log,
-                {
-                    "kind": "schedule",
-                    "kernel": k.name,
-                    "key": s.key,
-                    "method": METHOD,
-                    "kinds": list(s.kinds),
-                    "moves": list(s.moves),
-                },
-            )
-            result = measure(s.text)
-            spent += result.seconds
-            progress.rows.append(Row(s, result))
+        # closed when the kernel is done: drawing processes stop before the next kernel's start
+        with contextlib.closing(chains(drawer, f"{settings.seed}:{k.name}", settings.draw_workers)) as draws:
+            for s in distinct_schedules(k, draws):
+                if spent >= settings.budget or clock() >= share_end:
+                    break
+                _append(
+                    log,
+                    {
+                        "kind": "schedule",
+                        "kernel": k.name,
+                        "key": s.key,
+                        "method": METHOD,
+                        "kinds": list(s.kinds),
+                        "moves": list(s.moves),
+                    },
+                )
+                result = measure(s.text)
+                spent += result.seconds
+                progress.rows.append(Row(s, result))
     return progress
 
 
@@ -399,22 +470,23 @@ def dry_run(kernels: list[Kernel], settings: Settings, count: int) -> int:
         print(f"{k.name}: drawing {', '.join(drawer.kinds) or 'nothing'}", end="")
         print(f" (no {', '.join(none)} move on ptxas's text)" if none else "", flush=True)
         before = findings(k.text, k.arch)
-        for _, s in zip(range(count), distinct_schedules(k, drawer), strict=False):
-            try:
-                assemble_cuasm(s.text, source_name=f"<{k.name} {s.key}>")
-                status = "assembles"
-            except AssembleError as exc:
-                failed += 1
-                status = f"error: {str(exc).splitlines()[0][:200]}"
-            new = findings(s.text, k.arch) - before  # what the checker says of it and not of ptxas's text
-            if new:
-                flagged += 1
-                status += f", checker: {sum(new.values())} new finding(s), first: {next(iter(new))[:200]}"
-            else:
-                status += ", checker silent"
-            rows[(k.name, s.kind_set)] += 1
-            kinds = ",".join(s.kinds)
-            print(f"{k.name} {s.key} {len(s.moves)} moves [{kinds}] {status}", flush=True)
+        with contextlib.closing(chains(drawer, f"{settings.seed}:{k.name}", settings.draw_workers)) as draws:
+            for _, s in zip(range(count), distinct_schedules(k, draws), strict=False):
+                try:
+                    assemble_cuasm(s.text, source_name=f"<{k.name} {s.key}>")
+                    status = "assembles"
+                except AssembleError as exc:
+                    failed += 1
+                    status = f"error: {str(exc).splitlines()[0][:200]}"
+                new = findings(s.text, k.arch) - before  # what the checker says of it and not of ptxas's text
+                if new:
+                    flagged += 1
+                    status += f", checker: {sum(new.values())} new finding(s), first: {next(iter(new))[:200]}"
+                else:
+                    status += ", checker silent"
+                rows[(k.name, s.kind_set)] += 1
+                kinds = ",".join(s.kinds)
+                print(f"{k.name} {s.key} {len(s.moves)} moves [{kinds}] {status}", flush=True)
     print("\n| kernel | kinds | schedules |\n|---|---|---|")
     for (kernel, kinds), n in sorted(rows.items()):
         print(f"| {kernel} | {kinds} | {n} |")
@@ -449,6 +521,7 @@ def manifest(
             for k in kernels
         ],
         "seed": settings.seed,
+        "chain_stream": "Random(f'{seed}:{kernel}:{j}') for chain j",
         "kinds": list(settings.kinds),
         "max_moves": settings.max_moves,
         "budget_gpu_s_per_kernel": settings.budget,
@@ -535,6 +608,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=100.0, help="GPU seconds per kernel")
     ap.add_argument("--time-limit", type=float, default=500.0, help="wall seconds for the whole campaign")
     ap.add_argument("--seed", type=int, default=0, help="the draws' random stream (per kernel)")
+    ap.add_argument(
+        "--draw-workers",
+        type=int,
+        default=default_draw_workers(),
+        help="processes drawing chains (default: the cores but two, at most 8); any number draws the same",
+    )
     ap.add_argument("--out", type=Path, help="the campaign file: NAME.tar.xz or NAME.jsonl.gz")
     ap.add_argument("--dry-run", action="store_true", help="draw, assemble and check schedules; no GPU")
     ap.add_argument("--count", type=int, default=12, help="--dry-run: schedules per kernel")
@@ -563,7 +642,12 @@ def main(argv: list[str] | None = None) -> int:
         if not out.parent.is_dir():
             return _error(f"{out.parent}: no such folder", "--out names a file in an existing folder")
     settings = Settings(
-        tuple(dict.fromkeys(args.kinds)), args.max_moves, args.budget, args.time_limit, args.seed
+        tuple(dict.fromkeys(args.kinds)),
+        args.max_moves,
+        args.budget,
+        args.time_limit,
+        args.seed,
+        max(1, args.draw_workers),
     )
     with tempfile.TemporaryDirectory() as tmp:
         kernels = load(names, Path(tmp))

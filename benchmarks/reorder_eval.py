@@ -40,6 +40,7 @@ row for a kernel and method replaces an earlier one (a cell run again):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -145,15 +146,16 @@ def run_method(
     net,  # noqa: ANN001
     seed: int,
     threads: int | None = None,
+    draw_workers: int = 1,
 ) -> Search | app.SearchChoice:
     """The method's search, bound to its proposer (``(measure, budget, on_trial=...) -> SearchLog``), or the
     policy-guided search that ``app.optimize_kernel`` builds. ``threads``: per block (renames keep the
-    occupancy it gives)."""
+    occupancy it gives); ``draw_workers``: processes drawing ``random_all``'s chains."""
     rng = random.Random(seed)
     if method == "random":
         return partial(screen, random_candidates(text, arch, rng, kernel=kernel))
     if method == "random_all":
-        return partial(screen, random_chains(text, arch, kernel, threads, rng))
+        return partial(screen, random_chains(text, arch, kernel, threads, f"{seed}:{kernel}", draw_workers))
     if method == "greedy":
         return partial(screen, greedy_candidates(text, arch, kernel=kernel))
     if method == "annealing":
@@ -175,18 +177,21 @@ def run_method(
 
 
 def random_chains(
-    text: str, arch: str, kernel: str, threads: int | None, rng: random.Random
+    text: str, arch: str, kernel: str, threads: int | None, seed: str, workers: int = 1
 ) -> Iterator[Candidate]:
-    """Distinct random chains of 1-4 legal moves of every kind, as ``move_campaign.py`` draws
-    them."""
-    from move_campaign import KINDS, Drawer, Kernel, distinct_schedules
+    """Distinct random chains of 1-4 legal moves of every kind, as ``move_campaign.py`` draws them (chain j
+    from the stream ``seed:j``, in ``workers`` processes)."""
+    from move_campaign import KINDS, Drawer, Kernel, chains, distinct_schedules
 
     k = Kernel(kernel, "", text, arch, kernel, threads)
-    for s in distinct_schedules(k, Drawer(k, KINDS, 4, rng)):
-        yield Candidate(s.text, "random_all", s.moves)
+    with contextlib.closing(chains(Drawer(k, KINDS, 4, random.Random(seed)), seed, workers)) as draws:
+        for s in distinct_schedules(k, draws):
+            yield Candidate(s.text, "random_all", s.moves)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from move_campaign import default_draw_workers  # it imports this module
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--policy", type=Path, default=bundled_policy())
     ap.add_argument(
@@ -209,6 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         help="wall-clock seconds per kernel and method: screening stops in time to confirm within it, and "
         "the row says so (stopped: wall_clock, fewer GPU seconds than --budget)",
+    )
+    ap.add_argument(
+        "--draw-workers",
+        type=int,
+        default=default_draw_workers(),
+        help="processes drawing random_all's chains (default: the cores but two, at most 8)",
     )
     ap.add_argument("--table", type=Path, nargs="+", help="only tabulate the rows in these run logs")
     args = ap.parse_args(argv)
@@ -241,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
             for method in args.methods:
                 t0 = time.time()
                 deadline = time.monotonic() + args.wall_limit if args.wall_limit else None
-                search = run_method(method, text, original.arch, spec.kernel, net, args.seed, threads)
+                search = run_method(
+                    method, text, original.arch, spec.kernel, net, args.seed, threads, args.draw_workers
+                )
                 # screening, then the best confirmed
                 result = app.optimize_kernel(
                     original, runner, args.budget, search=search, net=net, measure=measure, deadline=deadline

@@ -7,6 +7,8 @@ cross-block moves propose the next neighbour while one is measured (``annealing(
 each walk with both settings on a kernel, with the real proposers and the real assembly (``prepare``) and a
 stand-in GPU request that sleeps ``--gpu-ms`` (about 300 s over ~2,000 candidates on flash_attn_fwd) and
 gives each schedule a deterministic speedup around 1, and prints the wall time per measured candidate.
+The random baseline over every move kind (``reorder_eval.py --methods random_all``) screens chains that
+worker processes draw; it runs with one drawing process and with ``--draw-workers``.
 
     python benchmarks/walk_overlap.py --kernel flash_attn_fwd --budget 12 --gpu-ms 150
 """
@@ -17,13 +19,15 @@ import argparse
 import sys
 import time
 import zlib
+from functools import partial
 
-from reorder_eval import load_kernel
+from move_campaign import default_draw_workers
+from reorder_eval import load_kernel, random_chains
 
 from sass_lsp import app
 from sass_lsp.app.optimize import control_search, structural_search
 from sass_lsp.cuasm import assemble_cuasm
-from sass_lsp.schedule.search import Measured, schedule_key
+from sass_lsp.schedule.search import Measured, schedule_key, screen
 
 
 class StandInGpu:
@@ -48,34 +52,48 @@ class StandInGpu:
         return self.finish(self.prepare(text))
 
 
+WALKS = ("control", "rename+cross-block+reorder", "random_all")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", default="flash_attn_fwd")
     ap.add_argument("--budget", type=float, default=12.0, help="stand-in GPU seconds per walk")
     ap.add_argument("--gpu-ms", type=float, default=150.0, help="one candidate's GPU requests, in ms")
+    ap.add_argument("--draw-workers", type=int, default=max(2, default_draw_workers()))
+    ap.add_argument("--walks", nargs="+", choices=WALKS, default=list(WALKS))
     args = ap.parse_args(argv)
     text, cubin, spec = load_kernel(args.kernel)
     original = app.original_kernel(text, args.kernel, spec, cubin=cubin)
-    walks = {
-        "control": lambda overlap: control_search(original, 0, overlap=overlap)(None, None),
-        "rename+cross-block+reorder": lambda overlap: structural_search(
-            original, 0, ("rename", "cross-block"), overlap=overlap
-        ),
-    }
-    print(f"{args.kernel}: {args.budget:g} stand-in GPU s per walk, {args.gpu_ms:g} ms per candidate")
-    print("| walk | overlap | candidates | wall s | wall ms per candidate | host ms beyond the GPU's |")
-    print("|---|---|---|---|---|---|")
-    for name, make in walks.items():
-        for overlap in (False, True):
-            measure = StandInGpu(args.gpu_ms / 1e3)
-            t0 = time.perf_counter()
-            log = make(overlap)(measure, args.budget)
-            wall = time.perf_counter() - t0
-            n = max(1, len(log.trials))
-            host = 1e3 * wall / n - args.gpu_ms
-            print(
-                f"| {name} | {overlap} | {len(log.trials)} | {wall:.1f} | {1e3 * wall / n:.0f} | {host:.0f} |"
+    threads = spec.block[0] * spec.block[1] * spec.block[2]
+    walks = []  # (walk, setting, measure -> log)
+    for overlap in (False, True):
+        control = control_search(original, 0, overlap=overlap)(None, None)
+        structural = structural_search(original, 0, ("rename", "cross-block"), overlap=overlap)
+        walks += [
+            ("control", f"overlap {overlap}", partial(control, budget=args.budget)),
+            ("rename+cross-block+reorder", f"overlap {overlap}", partial(structural, budget=args.budget)),
+        ]
+    for workers in (1, args.draw_workers):
+        chains = random_chains(text, original.arch, args.kernel, threads, "0", workers)
+        walks.append(
+            (
+                "random_all",
+                f"{workers} drawing processes",
+                partial(screen, chains, budget=args.budget),
             )
+        )
+    print(f"{args.kernel}: {args.budget:g} stand-in GPU s per walk, {args.gpu_ms:g} ms per candidate")
+    print("| walk | setting | candidates | wall s | wall ms per candidate | host ms beyond the GPU's |")
+    print("|---|---|---|---|---|---|")
+    for name, setting, run in (w for w in walks if w[0] in args.walks):
+        measure = StandInGpu(args.gpu_ms / 1e3)
+        t0 = time.perf_counter()
+        log = run(measure)
+        wall = time.perf_counter() - t0
+        n = max(1, len(log.trials))
+        host = 1e3 * wall / n - args.gpu_ms
+        print(f"| {name} | {setting} | {len(log.trials)} | {wall:.1f} | {1e3 * wall / n:.0f} | {host:.0f} |")
     return 0
 
 

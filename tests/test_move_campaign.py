@@ -59,7 +59,7 @@ def test_chains_draw_every_kind_and_each_schedule_is_legal(kernels: list[mc.Kern
         drawer = mc.Drawer(k, mc.KINDS, 3, random.Random(f"0:{k.name}"))
         assert drawer.kinds == mc.KINDS  # both kernels have moves of every kind
         keys = set()
-        for s in [next(iter(mc.distinct_schedules(k, drawer)))] + [
+        for s in [next(iter(mc.distinct_schedules(k, mc.chains(drawer, f"0:{k.name}"))))] + [
             s for s in (drawer.draw() for _ in range(5)) if s is not None
         ]:
             assert 1 <= len(s.moves) == len(s.kinds) <= 3 and s.text != k.text
@@ -71,6 +71,24 @@ def test_chains_draw_every_kind_and_each_schedule_is_legal(kernels: list[mc.Kern
             keys.add(s.key)
         assert len(keys) > 1
     assert set().union(*seen_kinds.values()) == set(mc.KINDS)
+
+
+def test_processes_draw_the_same_chains_in_the_same_order(kernels: list[mc.Kernel]) -> None:
+    """Chain j comes from its own stream, so drawing in worker processes changes how fast, not what: the
+    random baseline and a campaign stay reproducible from their seed on any host."""
+    k = next(k for k in kernels if k.name == "triton_matmul")
+    drawer = mc.Drawer(k, mc.KINDS, 4, random.Random(0))
+
+    def first(workers: int, n: int = 8) -> list[tuple[str, tuple[str, ...]]]:
+        draws = mc.chains(drawer, "0:triton_matmul", workers)
+        got = [(s.key, s.moves) for _, s in zip(range(n), mc.distinct_schedules(k, draws), strict=False)]
+        draws.close()
+        return got
+
+    alone = first(1)
+    assert len({key for key, _ in alone}) == 8
+    assert first(2) == alone
+    assert first(1) == alone  # a drawer that has drawn before draws the same
 
 
 def test_dry_run_prints_the_draws_and_their_counts(capsys: pytest.CaptureFixture) -> None:
@@ -175,7 +193,7 @@ def test_reorder_eval_random_all_screens_the_campaigns_chains(kernels: list[mc.K
     import reorder_eval
 
     k = next(k for k in kernels if k.name == "triton_matmul")
-    chains = reorder_eval.random_chains(k.text, k.arch, k.function, k.threads, random.Random(3))
+    chains = reorder_eval.random_chains(k.text, k.arch, k.function, k.threads, "3")
     drawn = [next(chains) for _ in range(12)]
     assert len({c.text for c in drawn}) == 12 and all(c.source == "random_all" for c in drawn)
     firsts = {m.split()[0] for c in drawn for m in c.moves}  # "rename", "node" (a reorder), control moves
