@@ -205,3 +205,34 @@ def test_reorder_eval_random_all_screens_the_campaigns_chains(kernels: list[mc.K
     for method in ("rename", "cross_block", "control"):
         choice = reorder_eval.run_method(method, k.text, k.arch, k.function, None, 0, k.threads)
         assert choice.moves == (method.replace("_", "-"),)
+
+
+def test_edit_features_see_each_kind_and_the_kernel_left_out_is_scored(capsys: pytest.CaptureFixture) -> None:
+    """``perf_moves_eval.py``: the original has no edit features; a control-code edit changes only control
+    features, a rename or reorder the instruction text; every campaign kernel is scored once, left out."""
+    import perf_moves_eval as pme
+
+    campaign = ROOT / "benchmarks/results/move_campaign_h100_s0.tar.xz"
+    rows = [m for m in ds.read_logs(campaign) if m.kernel == "triton_matmul"]
+    fx = pme.EditFeatures(rows[0].original, rows[0].function)
+    n_ctrl = len(pme.CTRL_NAMES)
+    base = fx.features(rows[0].original)
+    assert base is not None and not base[:n_ctrl].any() and not base[n_ctrl : n_ctrl + 4].any()
+    control = next(m for m in rows if set(m.kinds) == {"control"})
+    renamed = next(m for m in rows if set(m.kinds) == {"rename"})
+    f_control, f_renamed = fx.features(control.text), fx.features(renamed.text)
+    assert f_control is not None and f_renamed is not None
+    assert f_control[:n_ctrl].any() and not f_control[n_ctrl : n_ctrl + 2].any()
+    assert f_renamed[n_ctrl : n_ctrl + 2].any()
+    assert pme.main([str(campaign)]) == 0
+    table = [
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line
+    ]
+    assert [line.split(" | ")[0][2:] for line in table[1:]] == [
+        "triton_matmul",
+        "mm_f16_64x64x32",
+        "sgemm_tiled",
+        "stencil2d",
+        "fma_2k",
+        "pooled / mean",
+    ]
