@@ -16,7 +16,7 @@ import pytest
 from paths import ROOT, TRITON_CORPUS
 
 from sass_lsp.analysis import check_module
-from sass_lsp.analysis.program import Kernel, build_kernel
+from sass_lsp.analysis.program import Kernel, build_kernel, metadata_labels
 from sass_lsp.cuasm import assemble_cuasm, parse_cuasm
 from sass_lsp.isa.semantics import load_semantics
 from sass_lsp.schedule import crossblock_moves as cb
@@ -328,7 +328,7 @@ def test_labels_named_by_nvinfo_keep_their_instruction() -> None:
     text = original(name)
     before = _labelled(text)
     assert sum(lab.startswith(OFFSET_MARK) for lab, _ in before) > 5
-    assert sum(lab in cb._referenced_labels(text) for lab, _ in before) > 5
+    assert sum(lab in metadata_labels(parse_cuasm(text)[0]) for lab, _ in before) > 5
     for move in moves_of(name):
         assert _labelled(cb.apply(text, move)) == before, move.description
 
@@ -336,7 +336,7 @@ def test_labels_named_by_nvinfo_keep_their_instruction() -> None:
 def _labelled(text: str) -> list[tuple[str, str]]:
     """(label, the instruction it precedes) for the referenced labels and the offset markers, in order (a
     marker's name holds its line number: the name is cut there)."""
-    named = cb._referenced_labels(text)
+    named = metadata_labels(parse_cuasm(text)[0])
     out = []
     for kn in kernel_names(text):
         k = kernel(text, kn)

@@ -10,6 +10,7 @@ import collections
 import functools
 import random
 import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -311,3 +312,50 @@ def test_reorders_keep_every_metadata_label_on_its_instruction(name: str) -> Non
         after = _labelled_instructions(apply_edits(text, game.edits(text.splitlines())))
         assert after == before, seed
     game.restore(start)
+
+
+def test_an_instruction_the_metadata_records_stays_first_in_its_block(tmp_path) -> None:  # noqa: ANN001
+    """The ELF's metadata records some instructions by address (cooperative-group SHFL and EXIT offsets,
+    indirect branch targets) through a label that a branch may name too (a BSSY's reconvergence label): no
+    reorder puts another instruction before such an instruction. In nvcc's softmax_rows
+    (``tools/isa/heldout/heldout.cu``) a SHFL.BFLY the metadata records sits at a BSSY's label; a kernel built
+    without its module's metadata labels lets an S2UR move before it."""
+    from conftest import generated_cubins
+    from paths import ROOT
+
+    from sass_lsp.analysis.program import kernel_of_program, metadata_labels, programs_of
+    from sass_lsp.cuasm import write_cuasm
+    from sass_lsp.schedule.deps import block_deps, legal_targets
+
+    cubins = generated_cubins(ARCH)  # skips without nvcc
+    heldout = tmp_path / "heldout.cubin"
+    src = ROOT / "tools/isa/heldout/heldout.cu"
+    subprocess.run(["nvcc", "-cubin", f"-arch={ARCH}", "-O3", "-o", str(heldout), str(src)], check=True)
+
+    def movable_first(k: Kernel, labels: frozenset[str]) -> dict[str, str]:
+        """Blocks at a label both metadata and a branch name -> their first instruction, where another one
+        of the block may be moved before it."""
+        named = {t for nd in k.nodes for t in re.findall(r"\.L\w*", nd.text)}
+        out = {}
+        for b in k.blocks:
+            if b.end - b.start > 1 and any(lab in labels and lab in named for lab in b.labels):
+                d, order = block_deps(k, b.idx, SEM), list(range(b.start, b.end))
+                out[b.labels[0]] = (
+                    k.nodes[b.start].text
+                    if any(0 in legal_targets(order, j, d) for j in range(1, len(order)))
+                    else ""
+                )
+        return out
+
+    watched = 0
+    for cubin in [*cubins, heldout]:
+        module = parse_cuasm(write_cuasm(cubin.read_bytes(), source_name=cubin.name))[0]
+        labels = metadata_labels(module)
+        for p in programs_of(module, SEM):
+            now = movable_first(kernel_of_program(p, SEM, labels), labels)
+            watched += len(now)
+            assert not any(now.values()), (cubin.name, p.name, now)
+            if cubin == heldout and p.name == "softmax_rows":  # what the labels change
+                before = movable_first(kernel_of_program(p, SEM), labels)
+                assert any(text.startswith("SHFL.BFLY") for text in before.values()), before
+    assert watched >= 10

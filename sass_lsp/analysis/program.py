@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from sass_lsp._native import mypyc_attr
 from sass_lsp.isa.semantics import Effects, Semantics, Shape, hole_widths, unit_kind
-from sass_lsp.model import Instruction, Label, Module
+from sass_lsp.model import Directive, Instruction, Label, Module
 
 _CTRL = re.compile(r"^\s*\[?\s*B([0-9-]{6}):R([0-9-]):W([0-9-]):([Y-]):S(\d+)\s*\]?\s*$")
 
@@ -122,6 +122,8 @@ class Kernel:
     label_node: dict[str, int]  # label -> node index it precedes
     unresolved: list[tuple[int, str]] = field(default_factory=list)  # (node idx, why) for CFG gaps
     bad_ctrl: list[Instruction] = field(default_factory=list)
+    # labels that the module's metadata names (``.word .L_x_7@srel`` in ``.nv.info``): see metadata_labels
+    metadata_labels: frozenset[str] = frozenset()
 
 
 # ---------------------------------------------------------------- facts
@@ -766,15 +768,36 @@ def programs_of(module: Module, sem: Semantics) -> list[Program]:
 # ---------------------------------------------------------------- object view
 
 
+_LABEL_REF = re.compile(r"\.L\w*")
+
+
+def metadata_labels(module: Module) -> frozenset[str]:
+    """The labels that a section other than code names (``.word .L_x_7@srel`` in ``.nv.info``): the ELF's
+    metadata records those instructions by address (EXIT and cooperative-group SHFL offsets, ...), so each
+    must stay where its label is, whether or not a branch names the label too."""
+    out: set[str] = set()
+    for sec in module.sections:
+        if sec.name.startswith(".text."):
+            continue
+        for item in sec.items:
+            if isinstance(item, Directive):
+                out.update(_LABEL_REF.findall(item.args))
+    return frozenset(out)
+
+
 def kernels_of(module: Module, sem: Semantics) -> list[Kernel]:
-    return [kernel_of_program(p, sem) for p in programs_of(module, sem)]
+    labels = metadata_labels(module)
+    return [kernel_of_program(p, sem, labels) for p in programs_of(module, sem)]
 
 
-def build_kernel(name: str, line: int, items: list, sem: Semantics) -> Kernel:
-    return kernel_of_program(program_of_items(name, line, items, sem), sem)
+def build_kernel(
+    name: str, line: int, items: list, sem: Semantics, labels: frozenset[str] = frozenset()
+) -> Kernel:
+    """The kernel of one code section's items; ``labels``: the module's :func:`metadata_labels`."""
+    return kernel_of_program(program_of_items(name, line, items, sem), sem, labels)
 
 
-def kernel_of_program(p: Program, sem: Semantics) -> Kernel:
+def kernel_of_program(p: Program, sem: Semantics, labels: frozenset[str] = frozenset()) -> Kernel:
     nodes = [
         Node(i, ln, cc, tc, text, ctrl, eff, end)
         for i, (ln, cc, tc, text, ctrl, eff, end) in enumerate(
@@ -790,7 +813,7 @@ def kernel_of_program(p: Program, sem: Semantics) -> Kernel:
             )
         )
     ]
-    return Kernel(p.name, p.section_line, nodes, p.blocks, p.label_node, p.unresolved, p.bad_ctrl)
+    return Kernel(p.name, p.section_line, nodes, p.blocks, p.label_node, p.unresolved, p.bad_ctrl, labels)
 
 
 # ---------------------------------------------------------------- CFG

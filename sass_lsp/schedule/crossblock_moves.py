@@ -71,10 +71,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sass_lsp.analysis.program import Block, Kernel, build_kernel
+from sass_lsp.analysis.program import Block, Kernel, build_kernel, metadata_labels
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.isa.semantics import Semantics, load_semantics, reused_units
+from sass_lsp.model import Module
 from sass_lsp.schedule.deps import (
     LATE_READ_CAP,
     MAX_STALL,
@@ -126,7 +127,7 @@ class CrossBlockMove:
 # ---------------------------------------------------------------- enumerate
 
 
-def _kernels(text: str) -> tuple[object, str]:
+def _kernels(text: str) -> tuple[Module, str]:
     module, diags = parse_cuasm(text)
     errors = [d for d in diags if d.severity == "error"]
     if errors:
@@ -140,31 +141,19 @@ def crossblock_moves(
     module, found = _kernels(text)
     arch = arch or found
     sem = load_semantics(arch)
-    referenced = _referenced_labels(text)
+    labels = metadata_labels(module)
     out: list[CrossBlockMove] = []
-    for sec in module.sections:  # type: ignore[attr-defined]
+    for sec in module.sections:
         if not sec.name.startswith(".text.") or not sec.instructions:
             continue
-        k = build_kernel(sec.name[len(".text.") :], sec.line, list(sec.items), sem)
-        out += _Enumerator(k, sem, referenced, frozenset(kinds)).moves()
+        k = build_kernel(sec.name[len(".text.") :], sec.line, list(sec.items), sem, labels)
+        out += _Enumerator(k, sem, frozenset(kinds)).moves()
     return out
 
 
-def _referenced_labels(text: str) -> frozenset[str]:
-    """Labels named by a line that is not an instruction (``.word .L_x_1@srel`` in ``.nv.info``)."""
-    out = set()
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("[") or s.endswith(":"):
-            continue
-        out.update(re.findall(r"\.L_[A-Za-z0-9_]+", s))
-    return frozenset(out)
-
-
 class _Enumerator:
-    def __init__(self, k: Kernel, sem: Semantics, referenced: frozenset[str], kinds: frozenset[str]) -> None:
+    def __init__(self, k: Kernel, sem: Semantics, kinds: frozenset[str]) -> None:
         self.k, self.sem, self.kinds = k, sem, kinds
-        self.referenced = referenced
         self.ctx = kernel_context(k, sem)
         self.deps = {}
         self.unresolved = {i for i, _ in k.unresolved}
@@ -208,10 +197,9 @@ class _Enumerator:
         return self.loops[p] == self.loops[s]
 
     def _pinned(self, s: int) -> bool:
-        """B's first instruction must stay first: the reorder game's metadata anchor (a label no branch names,
-        or CuAssembler's offset marker), or a label the text names other than by a branch (an ``@srel`` word
-        of ``.nv.info``: exit or cooperative-group instruction offsets), which may also be a branch target."""
-        return s in self.ctx.anchored or any(lab in self.referenced for lab in self.k.blocks[s].labels)
+        """B's first instruction must stay first: the ELF's metadata records it by address (the reorder game's
+        anchor, ``deps``: a label the module's metadata names, or CuAssembler's offset marker)."""
+        return s in self.ctx.anchored
 
     def _terminator(self, p: int) -> int | None:
         """P's last node when it is a flow instruction (branch, exit), else None (P falls through)."""
@@ -422,10 +410,10 @@ def _add_stall(line: str, cycles: int) -> str:
     return line[: m.start(1)] + f"{stall:02d}" + line[m.end(1) :]
 
 
-def _kernel_named(module: object, name: str, sem: Semantics) -> Kernel:
-    for sec in module.sections:  # type: ignore[attr-defined]
+def _kernel_named(module: Module, name: str, sem: Semantics) -> Kernel:
+    for sec in module.sections:
         if sec.name == f".text.{name}":
-            return build_kernel(name, sec.line, list(sec.items), sem)
+            return build_kernel(name, sec.line, list(sec.items), sem, metadata_labels(module))
     raise CrossBlockMoveError(f"no kernel {name} in the text")
 
 

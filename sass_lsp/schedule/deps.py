@@ -667,13 +667,16 @@ OFFSET_MARK = ".CUASM_OFFSET_LABEL."  # CuAssembler's label naming an instructio
 
 def _metadata_anchored(k: Kernel) -> frozenset[int]:
     """Blocks whose first instruction the ELF's metadata records by address (EXIT and cooperative-group SHFL
-    offsets, ...): nvdisasm labels it with a local label (``.L…``, not the kernel's symbol) no branch names,
-    CuAssembler with an ``OFFSET_MARK`` label. That instruction keeps its address, so nothing moves before
-    it."""
+    offsets, ...): its label is one the module's metadata names (``k.metadata_labels``, also where a branch
+    names it), CuAssembler's ``OFFSET_MARK`` label, or, for a kernel built without its module, a local label
+    (``.L…``, not the kernel's symbol) no branch names. That instruction keeps its address, so nothing moves
+    before it."""
     targets = {t for nd in k.nodes for t in _LABEL.findall(nd.text)}
 
     def names_an_offset(label: str) -> bool:
-        return label.startswith(OFFSET_MARK) or (_LABEL.fullmatch(label) is not None and label not in targets)
+        if label.startswith(OFFSET_MARK) or label in k.metadata_labels:
+            return True
+        return _LABEL.fullmatch(label) is not None and label not in targets
 
     return frozenset(b.idx for b in k.blocks if any(map(names_an_offset, b.labels)))
 
