@@ -42,6 +42,7 @@ from sass_lsp.perf import features as pf
 from sass_lsp.perf.dataset import Measurement, read_logs
 from sass_lsp.perf.features import N_CLASS, REGIONS, KernelFacts
 from sass_lsp.perf.predict import Predictor
+from sass_lsp.schedule.canonical import instruction_identity
 from sass_lsp.schedule.game import kernel_of_text
 
 CTRL_NAMES = [
@@ -58,12 +59,6 @@ HEADER = "| held-out kernel | rows | λ | Spearman | top-of-32 faster | random p
 _REG = re.compile(r"\bR(\d+)\b")
 
 
-def _instruction(text: str) -> str:
-    """An instruction line without its control code, address and ``.reuse`` flags."""
-    body = text.split("*/", 1)[-1] if "*/" in text else text
-    return body.replace(".reuse", "").strip()
-
-
 class EditFeatures:
     """Features of edits of one original kernel (its facts computed once)."""
 
@@ -73,7 +68,7 @@ class EditFeatures:
         self.k = kernel_of_text(original, self.sem, function)
         self.facts = KernelFacts.of(self.k)
         self.base = self._per_node(self.k)
-        self.lines = [_instruction(nd.text) for nd in self.k.nodes]
+        self.lines = [instruction_identity(nd.text) for nd in self.k.nodes]
         self.registers = self._registers(self.k)
         self.orders = Predictor.of_text(original, arch, function)  # the reorder features, where it reads them
 
@@ -90,7 +85,7 @@ class EditFeatures:
 
     @staticmethod
     def _registers(k: Kernel) -> int:
-        return len({int(r) for nd in k.nodes for r in _REG.findall(nd.text.split("*/", 1)[-1])})
+        return len({int(r) for nd in k.nodes for r in _REG.findall(nd.text)})
 
     def features(self, text: str) -> np.ndarray | None:
         e = kernel_of_text(text, self.sem, self.function)
@@ -107,7 +102,7 @@ class EditFeatures:
             / sizes[:, None, None]
         )
         changed = np.array(
-            [_instruction(nd.text) != self.lines[i] for i, nd in enumerate(e.nodes)], np.float64
+            [instruction_identity(nd.text) != self.lines[i] for i, nd in enumerate(e.nodes)], np.float64
         )
         text_changed = np.bincount(f.region, weights=changed, minlength=2) / sizes
         block = np.zeros(f.n, np.int64)

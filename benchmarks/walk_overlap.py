@@ -16,6 +16,7 @@ worker processes draw; it runs with one drawing process and with ``--draw-worker
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 import zlib
@@ -65,28 +66,27 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     text, cubin, spec = load_kernel(args.kernel)
     original = app.original_kernel(text, args.kernel, spec, cubin=cubin)
-    threads = spec.block[0] * spec.block[1] * spec.block[2]
-    walks = []  # (walk, setting, measure -> log)
+    threads = math.prod(spec.block)
+    walks = []  # (walk, setting, measure -> log), only those asked for
     for overlap in (False, True):
-        control = control_search(original, 0, overlap=overlap)(None, None)
-        structural = structural_search(original, 0, ("rename", "cross-block"), overlap=overlap)
-        walks += [
-            ("control", f"overlap {overlap}", partial(control, budget=args.budget)),
-            ("rename+cross-block+reorder", f"overlap {overlap}", partial(structural, budget=args.budget)),
-        ]
-    for workers in (1, args.draw_workers):
-        chains = random_chains(text, original.arch, args.kernel, threads, "0", workers)
-        walks.append(
-            (
-                "random_all",
-                f"{workers} drawing processes",
-                partial(screen, chains, budget=args.budget),
+        if "control" in args.walks:
+            control = control_search(original, 0, overlap=overlap)(None, None)
+            walks.append(("control", f"overlap {overlap}", partial(control, budget=args.budget)))
+        if "rename+cross-block+reorder" in args.walks:
+            structural = structural_search(original, 0, ("rename", "cross-block"), overlap=overlap)
+            walks.append(
+                ("rename+cross-block+reorder", f"overlap {overlap}", partial(structural, budget=args.budget))
             )
-        )
+    if "random_all" in args.walks:
+        for workers in (1, args.draw_workers):
+            chains = random_chains(text, original.arch, args.kernel, threads, "0", workers)
+            walks.append(
+                ("random_all", f"{workers} drawing processes", partial(screen, chains, budget=args.budget))
+            )
     print(f"{args.kernel}: {args.budget:g} stand-in GPU s per walk, {args.gpu_ms:g} ms per candidate")
     print("| walk | setting | candidates | wall s | wall ms per candidate | host ms beyond the GPU's |")
     print("|---|---|---|---|---|---|")
-    for name, setting, run in (w for w in walks if w[0] in args.walks):
+    for name, setting, run in walks:
         measure = StandInGpu(args.gpu_ms / 1e3)
         t0 = time.perf_counter()
         log = run(measure)

@@ -33,7 +33,7 @@ _REUSE = re.compile(r"\.reuse\b")
 _ADDRESS = re.compile(r"/\*[0-9a-fA-F]+\*/")
 
 
-def _identity(text: str) -> str:
+def instruction_identity(text: str) -> str:
     """An instruction's text without ``.reuse`` (the repair drops it), spacing or the final ``;``."""
     return " ".join(_REUSE.sub("", text).strip().rstrip(";").split())
 
@@ -62,7 +62,7 @@ class OriginalOrders:
             order = []
             for nd in slots:
                 got = _instruction_text(lines[nd.line - 1])
-                hit = free.get(_identity(got)) if got is not None else None
+                hit = free.get(instruction_identity(got)) if got is not None else None
                 if not hit:
                     return None
                 order.append(hit.pop())
@@ -78,7 +78,7 @@ class OriginalOrders:
             b = self.k.blocks[block]
             got = self._slots[block] = {}
             for nd in reversed(self.k.nodes[b.start : b.end]):
-                got.setdefault(_identity(nd.text), []).append(nd.idx)
+                got.setdefault(instruction_identity(nd.text), []).append(nd.idx)
         return got
 
     def canonical(self, cand: Candidate) -> Candidate | None:

@@ -21,11 +21,11 @@ The edge (conservative: a wrong move corrupts a kernel, a missed one only costs 
   moved instruction's results (backward liveness over the CFG over every register, predicate and uniform
   unit; a guarded write does not kill; a call, return or unresolved branch makes everything live) and do
   not write them within the producer's longest latency (a later write must not land first).
-- A label at B's start that the ELF's metadata may name (the reorder game's anchor, ``deps``: a label no
-  branch names, or CuAssembler's offset marker; or one the text names other than by a branch, an ``@srel``
-  word in ``.nv.info``: exit and cooperative-group instruction offsets) names B's first instruction: that
-  one stays first (it is not hoisted, and a sink lands after it, crossing it). A terminator that carries a
-  label itself (a one-instruction block) takes no hoist (the instruction would land after its label).
+- A label at B's start that the ELF's metadata names (an ``@srel`` word in ``.nv.info``: exit and
+  cooperative-group instruction offsets; CuAssembler's offset marker; the reorder game's anchor, ``deps``)
+  names B's first instruction, whether or not a branch names it too: that one stays first (it is not
+  hoisted, and a sink lands after it, crossing it). A terminator that carries a label itself (a
+  one-instruction block) takes no hoist (the instruction would land after its label).
 - No call, return or unresolved branch ends P.
 
 The instruction
