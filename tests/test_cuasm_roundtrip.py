@@ -305,3 +305,30 @@ def test_regcount_raised_in_sh_info_on_sm80(cuda13_dir: Path) -> None:
     assert cubin is not None and diags == []
     after = cubin.section(".text._Z6k_loopPfi")
     assert after is not None and after.info >> 24 == 253 and after.info & 0xFFFFFF == before.info & 0xFFFFFF
+
+
+NAN_KERNEL = r"""
+#include <math.h>
+extern "C" __global__ void nan_select(float *out, const float *in) {
+    float x = in[threadIdx.x];
+    out[threadIdx.x] = x > 1.0f ? NAN : x * 3.0f;                        // C's NAN: 0x7fc00000
+    out[threadIdx.x + 64] = x < -1.0f ? __int_as_float(0x7fffffff) : x;  // CUDA's: 0x7fffffff
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_a_nan_payload_the_text_cannot_show_is_written_as_f32_bits(tmp_path: Path) -> None:
+    """nvdisasm prints both NaN constants as +QNAN. The writer spells out the one the encoder would not
+    assume, so the file's text alone (no trailers) assembles to the cubin, checked by nvdisasm."""
+    (tmp_path / "k.cu").write_text(NAN_KERNEL)
+    cubin = tmp_path / "k.cubin"
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", str(cubin), str(tmp_path / "k.cu")], check=True)
+    data = cubin.read_bytes()
+    text = write_cuasm(data, source_name=cubin.name)
+    fsel = [line for line in text.splitlines() if " FSEL " in line]
+    assert any("0f7fc00000" in line for line in fsel) and any("+QNAN" in line for line in fsel)
+    assert "// hidden" not in text and "// raw" not in text
+    assert assemble_cuasm(text, source_name=cubin.name) == data
+    # the payload is what the spelling carries: +QNAN in its place assembles to CUDA's NaN instead
+    assert assemble_cuasm(text.replace("0f7fc00000", "+QNAN"), source_name=cubin.name) != data

@@ -109,6 +109,14 @@ def test_semantic_tokens_snapshot() -> None:
     )
 
 
+def test_a_float_written_as_f32_bits_is_one_number_token() -> None:
+    index = build_index(KERNEL.replace("FADD R12, R17, R16", "FSEL R12, R17, 0f7fc00000, !P1", 1))
+    line = next(i for i, t in enumerate(index.lines) if "0f7fc00000" in t)
+    text = index.lines[line]
+    tokens = {text[t.start : t.start + t.length]: t.kind for t in editing.semantic_tokens(index, line, line)}
+    assert tokens["0f7fc00000"] == "number"
+
+
 def test_completion_contexts() -> None:
     index, line, col = with_cursor(mark("FADD", 2))
     opcodes = [i.label for i in editing.completions(index, line, col, None)]

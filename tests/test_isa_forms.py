@@ -12,7 +12,7 @@ from paths import ROOT, TRITON_CORPUS
 from sass_lsp.cuasm.assembler import AssembleError, assemble_cuasm
 from sass_lsp.cuasm.disasm import disassemble, normalise_text
 from sass_lsp.isa.control import ControlCode, control_problem
-from sass_lsp.isa.encoder import Encoder
+from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.nvdisasm import nvdisasm_path
 
 needs_nvdisasm = pytest.mark.skipif(nvdisasm_path() is None, reason="nvdisasm not installed")
@@ -173,3 +173,26 @@ PROBED_TEXTS = [
 @needs_nvdisasm
 def test_probed_and_trained_forms_read_back() -> None:
     assert _read_back("sm_90", PROBED_TEXTS) == PROBED_TEXTS
+
+
+# A float written as its f32 bits (PTX's and CuAssembler's ``0f…``): the bits themselves in an f32 field, a
+# NaN's payload as a conversion moves it elsewhere; nvdisasm reads back the value (every quiet NaN as +QNAN).
+F32_BITS_TEXTS = [
+    ("FSEL R7, R8, 0f7fc00000, !P1", "FSEL R7, R8, +QNAN , !P1", 0x7FC00000),
+    ("FSEL R7, R8, 0f7fffffff, !P1", "FSEL R7, R8, +QNAN , !P1", 0x7FFFFFFF),
+    ("FADD R4, R5, 0f3f800000", "FADD R4, R5, 1", 0x3F800000),
+    ("FADD R4, R5, 0fff800000", "FADD R4, R5, -INF", 0xFF800000),
+    ("DADD R4, R6, 0fffc00000", "DADD R4, R6, -QNAN", 0xFFF80000),  # f64's high half
+]
+
+
+@needs_nvdisasm
+def test_floats_written_as_f32_bits_set_exactly_those_bits() -> None:
+    enc = Encoder.for_arch("sm_90")
+    words = [enc.encode(text).word for text, _, _ in F32_BITS_TEXTS]
+    assert [w >> 32 & 0xFFFFFFFF for w in words] == [bits for *_, bits in F32_BITS_TEXTS]
+    assert words[0] != words[1]  # the payload the text +QNAN cannot show
+    assert _read_back("sm_90", [t for t, _, _ in F32_BITS_TEXTS]) == [shown for _, shown, _ in F32_BITS_TEXTS]
+    # a NaN payload a half cannot hold is refused, not dropped
+    with pytest.raises(EncodeError, match="loses its payload"):
+        enc.encode("HADD2 R0, R1, 0f7f800001, 0.5")

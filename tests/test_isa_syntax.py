@@ -77,3 +77,13 @@ def test_errors(text: str, col: int) -> None:
     with pytest.raises(InstructionSyntaxError) as info:
         parse_instruction(text)
     assert info.value.col == col
+
+
+def test_a_float_written_as_f32_bits() -> None:
+    op = parse_instruction("FSEL R7, R8, 0f7fc00000, !P1").operands[2]
+    assert op.kind == "fimm" and op.fbits == 0x7FC00000 and op.fvalue != op.fvalue  # a NaN
+    assert parse_instruction("FADD R4, R5, 0F3F800000").operands[2].fvalue == 1.0
+    for bad in ("-0f7fc00000", "0f7fc0000"):
+        with pytest.raises(InstructionSyntaxError, match="cannot parse operand") as err:
+            parse_instruction(f"FSEL R7, R8, {bad}, !P1")
+        assert "0f and 8 hex digits" in err.value.hint

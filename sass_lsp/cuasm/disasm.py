@@ -5,7 +5,9 @@ The only module here that runs nvdisasm (through :mod:`sass_lsp.nvdisasm`); one 
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 from dataclasses import dataclass, field
 
 from sass_lsp.nvdisasm import run_nvdisasm
@@ -95,13 +97,37 @@ def normalise_text(text: str) -> str:
     return " ".join(text.split()).replace(" ,", ",")
 
 
+_F32_BITS = re.compile(r"(?<![\w.])0[fF]([0-9a-fA-F]{8})\b")
+
+
 def texts_equivalent(source: str, disassembled: str) -> bool:
-    """Same instruction text, allowing CuAssembler's QNAN rewrite (``+QNAN`` printed as raw bits)."""
+    """Same instruction text, allowing a float written as its f32 bits (``0f7fc00000``, printed by nvdisasm
+    as the value or ``+QNAN``) and CuAssembler's QNAN rewrite (``+QNAN`` printed as raw bits)."""
     a, b = normalise_text(source), normalise_text(disassembled)
     if a == b:
         return True
+    if _F32_BITS.search(a):
+        # each written-out float matches the operand nvdisasm prints in its place, if the values agree
+        pattern = _F32_BITS.sub(lambda _m: r"([^\s,]+)", re.escape(a))
+        m = re.fullmatch(pattern, b)
+        return m is not None and all(
+            _same_float(int(bits, 16), printed)
+            for bits, printed in zip(_F32_BITS.findall(a), m.groups(), strict=True)
+        )
     if "QNAN" in b:
         # CuAssembler writes the payload as a hex float literal; compare with that operand masked.
         pattern = re.escape(b).replace(r"\+QNAN", r"\S+").replace(r"\-QNAN", r"\S+").replace("QNAN", r"\S+")
         return re.fullmatch(pattern, a) is not None
     return False
+
+
+def _same_float(bits: int, printed: str) -> bool:
+    """f32 ``bits`` and a float nvdisasm printed (``0.5``, ``-INF``, ``+QNAN``) name the same value."""
+    value = struct.unpack("<f", bits.to_bytes(4, "little"))[0]
+    name = printed.lstrip("+-")
+    if name.endswith("NAN"):
+        return math.isnan(value) and (bits >> 31 == 1) == printed.startswith("-")
+    try:
+        return float(printed.replace("INF", "inf")) == value
+    except ValueError:
+        return False

@@ -4,11 +4,16 @@ One ``nvdisasm -hex`` call gives every section nvdisasm prints and each instruct
 Sections nvdisasm does not print, or prints in a form that does not determine the bytes (string and
 symbol tables, relocations, notes), are written as ``.byte`` dumps with explanatory comments.
 Where the instruction text does not determine every bit, a ``// hidden 0x...`` trailer carries the
-XOR difference between the real word and what the encoder makes of the text.
+XOR difference between the real word and what the encoder makes of the text. A NaN literal's payload is
+never in nvdisasm's text (it prints every quiet NaN as ``+QNAN``): where the payload is not the one the
+encoder assumes, the literal is written as its f32 bits instead (``0f7fc00000``, PTX's and CuAssembler's
+spelling), so the text alone assembles to the word.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Mapping
 
 from sass_lsp.cuasm.assembler import directive_size
@@ -34,6 +39,7 @@ from sass_lsp.elf.model import (
 from sass_lsp.elf.reader import parse_relocations, parse_symbols, read_cubin, string_table_entries
 from sass_lsp.isa.context import Context as KernelContext
 from sass_lsp.isa.context import section_contexts
+from sass_lsp.isa.features import nan_to_f32
 from sass_lsp.model import Instruction, Label
 
 _MAYBE = "maybe updated by assembler"
@@ -68,6 +74,49 @@ def hidden_bits(
         encoded = enc(text, pc=pc, labels=labels, context=context)
     value = encoded if isinstance(encoded, int) else int(encoded.word)
     return word ^ (value | (word & CTRL_MASK))
+
+
+_NAN_NAME = re.compile(r"(?<![\w.])[+-]?[QS]?NAN\b")
+
+
+def _nan_candidates(word: int) -> list[int]:
+    """f32 NaNs whose conversion could fill an immediate field of ``word``: the 32 bits above the opcode
+    half's low word (f32, f64's high half) and either 16-bit half of them (f16, bf16)."""
+    out: list[int] = []
+    imm = word >> 32 & 0xFFFFFFFF
+    fields = [(imm, 2), (imm, 3)] + [(imm >> s & 0xFFFF, fmt) for s in (0, 16) for fmt in (0, 1)]
+    for bits, fmt in fields:
+        f32 = bits if fmt == 2 else nan_to_f32(bits, fmt)
+        if f32 & 0x7F800000 == 0x7F800000 and f32 & 0x7FFFFF and f32 not in out:
+            out.append(f32)
+    return out
+
+
+def spell_nan_payloads(
+    arch: str,
+    text: str,
+    word: int,
+    pc: int,
+    labels: Mapping[str, int],
+    encode: EncodeFn,
+    context: KernelContext | None,
+) -> str | None:
+    """``text`` with its NaN literals written as the f32 bits that make ``word`` (:func:`hidden_bits` 0),
+    or None when no such spelling exists (the hidden bits are elsewhere, or more than two NaN literals)."""
+    names = list(_NAN_NAME.finditer(text))
+    if not names or len(names) > 2:
+        return None
+    candidates = _nan_candidates(word)
+    for choice in itertools.product(candidates, repeat=len(names)):
+        spelled = text
+        for m, bits in zip(reversed(names), reversed(choice), strict=True):
+            spelled = spelled[: m.start()] + f"0f{bits:08x}" + spelled[m.end() :]
+        try:
+            if not hidden_bits(arch, spelled, word, pc, labels, encode, context):
+                return spelled
+        except Exception:  # a spelling the encoder refuses (a payload the field cannot hold)
+            continue
+    return None
 
 
 def _banner(name: str) -> str:
@@ -282,7 +331,9 @@ class _Writer:
             if stripped.startswith("/*") and stripped[2:6].isalnum():
                 pc = int(stripped[2 : stripped.index("*/")], 16)
                 ins = by_pc[pc]
-                trailer = self._trailer(ins, labels, ctx_by_pc[pc])
+                text, trailer = self._text_and_trailer(ins, labels, ctx_by_pc[pc])
+                if text != ins.text:
+                    stripped = stripped.replace(ins.text, text, 1)
                 out.append(f"      [{decode_ctrl(ins.word)}]         {stripped}{trailer}")
             else:
                 out.append("  " + line)
@@ -306,19 +357,29 @@ class _Writer:
             labels[name] = end
         return labels
 
-    def _trailer(self, ins, labels: Mapping[str, int], context: KernelContext | None = None) -> str:  # noqa: ANN001
+    def _text_and_trailer(
+        self,
+        ins,  # noqa: ANN001
+        labels: Mapping[str, int],
+        context: KernelContext | None = None,
+    ) -> tuple[str, str]:
+        """The instruction's text (a NaN literal's payload spelled out where that makes it exact) and its
+        trailer: nothing, the hidden bits, or the raw word where the encoder cannot handle the text."""
         if self.encode is None:
             self.n_raw += 1
-            return f" // raw 0x{ins.word & ~CTRL_MASK:032x}"
+            return ins.text, f" // raw 0x{ins.word & ~CTRL_MASK:032x}"
         try:
             hidden = hidden_bits(self.arch, ins.text, ins.word, ins.pc, labels, self.encode, context)
         except Exception:  # text the encoder cannot handle: keep the whole word
             self.n_raw += 1
-            return f" // raw 0x{ins.word & ~CTRL_MASK:032x}"
+            return ins.text, f" // raw 0x{ins.word & ~CTRL_MASK:032x}"
         if not hidden:
-            return ""
+            return ins.text, ""
+        spelled = spell_nan_payloads(self.arch, ins.text, ins.word, ins.pc, labels, self.encode, context)
+        if spelled is not None:
+            return spelled, ""
         self.n_hidden += 1
-        return f" // hidden 0x{hidden:032x}"
+        return ins.text, f" // hidden 0x{hidden:032x}"
 
     def _segments(self) -> list[str]:
         out = []

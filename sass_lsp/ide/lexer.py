@@ -332,7 +332,7 @@ _GUARD = re.compile(r"@!?(U?P)([0-6T])\b")
 _OPCODE = re.compile(r"([A-Z][A-Z0-9_]*)((?:\.[A-Za-z0-9_]+)*)")
 _OPERAND_TOKEN = re.compile(
     r"(?P<label>`\((?P<lname>[^)]*)\))|(?P<annot>\(\*.*?\*\))|(?P<reloc>\d+@\w+)"
-    r"|(?P<num>[+-]?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?))|(?P<suffix>\.\w+)|(?P<word>[A-Za-z_$][\w$]*)"
+    r"|(?P<num>[+-]?(?:0x[0-9a-fA-F]+|0[fF][0-9a-fA-F]{8}\b|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?))|(?P<suffix>\.\w+)|(?P<word>[A-Za-z_$][\w$]*)"
 )
 _REG_WORD = re.compile(r"(?:UR(?:\d+|Z)|UP[0-6T]|R(?:\d+|Z)|P[0-6T]|SB[0-5]|B\d{1,2})$")
 _FLOAT_WORDS = frozenset({"INF", "QNAN", "SNAN", "NAN"})

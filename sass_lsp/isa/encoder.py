@@ -342,6 +342,8 @@ class Encoder:
         gen: FormModel | None,
         spec: FormModel | None,
     ) -> _Plan | None:
+        if any(op.fbits is not None for op in ins.operands):
+            return None  # f32 bits written out (0f7fc00000): its slot is not a number the plan converts
         found = slot_roles(parts, ins, self.ur_zero)
         if found is None:
             return None

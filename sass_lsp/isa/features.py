@@ -111,6 +111,25 @@ def special_float_bits(opcode: str, name: str, negative: bool) -> int:
     return _SPECIAL[name][width] | (_SIGN[width] if negative else 0)
 
 
+def f32_literal_bits(opcode: str, bits: int) -> int:
+    """The field bits of a float immediate written as f32 bits (``0f7fc00000``) in the format of ``opcode``
+    (:func:`float_op`'s result): the bits themselves in an f32 field; a NaN's payload moved as a conversion
+    moves it; any other value converted exactly (:func:`float_bits`)."""
+    fmt = float_format(opcode)
+    if fmt == 2:
+        return bits
+    if bits & 0x7F800000 == 0x7F800000 and bits & 0x7FFFFF:
+        field = nan_from_f32(bits, fmt)
+        if field is None:
+            raise FeatureError(
+                f"the NaN 0f{bits:08x} loses its payload in the {opcode} field",
+                0,
+                "write +QNAN, or a NaN whose payload has bits in the format's mantissa",
+            )
+        return field
+    return float_bits(opcode, struct.unpack("<f", bits.to_bytes(4, "little"))[0])
+
+
 def is_nan_name(op: Operand) -> bool:
     """A float immediate printed as a NaN name: its payload is not in the text."""
     return op.kind == "fimm" and isinstance(op.fvalue, str) and op.fvalue.endswith("NAN")
@@ -237,7 +256,9 @@ def instruction_features(
             assert op.value is not None
             bits += _bits(f"{p}.i", op.value, 8)
         elif kind == "fimm":
-            if nan_tokens and is_nan_name(op):
+            if op.fbits is not None:
+                bits += _bits(f"{p}.i", f32_literal_bits(float_op(ins), op.fbits), 64)
+            elif nan_tokens and is_nan_name(op):
                 tokens.append(nan_token(i, op))
             elif isinstance(op.fvalue, str):  # a value bit pattern like any other float: forms share its bits
                 value = (nan_bits or {}).get(nan_token(i, op), None) if is_nan_name(op) else None

@@ -8,6 +8,7 @@ exist (the encoder does). Register numbering follows the hardware: RZ=255, URZ=6
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 
 REG_ZERO = {"R": 255, "UR": 63, "P": 7, "UP": 7}
@@ -75,6 +76,7 @@ class Operand:
     reuse: bool = False
     value: int | None = None  # imm value; set mask; cbank bank (when constant)
     fvalue: float | str | None = None  # fimm value, or 'INF'/'QNAN'/... with sign in ``neg``
+    fbits: int | None = None  # fimm written as f32 bits (PTX's and CuAssembler's ``0f7fc00000``)
     name: str | None = None  # sreg / name / label / space prefix ('desc', 'gdesc', 'c', 'cx')
     base: Reg | None = None  # desc[UR] register or cx[UR] bank register
     parts: tuple[AddrPart, ...] = ()  # address / cbank offset components
@@ -106,6 +108,8 @@ _GUARD = re.compile(r"@(!?)(U?P)(\d|T)\s+")
 _OPCODE = re.compile(r"[A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*")
 _REG = re.compile(r"(UR|UP|SB|R|P|B)(\d+|Z|T)$")
 _HEX = re.compile(r"[+-]?0x[0-9a-fA-F]+$")
+# f32 bits spelled out, as PTX and CuAssembler write them: the one float literal that states a NaN's payload
+_F32_BITS = re.compile(r"0[fF]([0-9a-fA-F]{8})$")
 _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|INF|QNAN|SNAN|NAN)$")
 _RELOC = re.compile(r"(\d+@\w+)\((.*)\)$")
 _ANNOT = re.compile(r"\(\*.*?\*\)")
@@ -253,6 +257,11 @@ def parse_operand(text: str, col: int) -> Operand:
     fm = _FLOAT.match(text)
     if _HEX.match(text):
         return Operand("imm", orig, col, value=parse_int(text))
+    if bits := _F32_BITS.match(text):
+        fbits = int(bits.group(1), 16)
+        return Operand(
+            "fimm", orig, col, fvalue=struct.unpack("<f", fbits.to_bytes(4, "little"))[0], fbits=fbits
+        )
     if fm and not text.lstrip("+-").isalpha() or text.lstrip("+-") in ("INF", "QNAN", "SNAN", "NAN"):
         mag = text.lstrip("+-")
         fneg = text.startswith("-")
@@ -349,6 +358,12 @@ def parse_operand(text: str, col: int) -> Operand:
         return Operand("reg", orig, col, reg=reg, suffixes=tuple(sufs), reuse=reuse, **flags)
     if _IDENT.match(text) and text[:1].isalpha() or _DIM.match(text):
         return Operand("name", orig, col, name=core, suffixes=tuple(sufs), reuse=reuse, **flags)
+    if re.match(r"[+-]?0[fF]", orig):
+        raise InstructionSyntaxError(
+            f"cannot parse operand {orig!r}",
+            col,
+            "a float as f32 bits is 0f and 8 hex digits, unsigned: 0f7fc00000",
+        )
     raise InstructionSyntaxError(
         f"cannot parse operand {orig!r}", col, "expected a register, immediate, c[..][..], [..] or `(label)"
     )
