@@ -10,7 +10,7 @@ import pytest
 from paths import ROOT, TRITON_CORPUS
 
 from sass_lsp.cuasm.assembler import AssembleError, assemble_cuasm
-from sass_lsp.cuasm.disasm import disassemble, normalise_text
+from sass_lsp.cuasm.disasm import disassemble, normalise_text, texts_equivalent
 from sass_lsp.isa.control import ControlCode, control_problem
 from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.nvdisasm import nvdisasm_path
@@ -196,3 +196,12 @@ def test_floats_written_as_f32_bits_set_exactly_those_bits() -> None:
     # a NaN payload a half cannot hold is refused, not dropped
     with pytest.raises(EncodeError, match="loses its payload"):
         enc.encode("HADD2 R0, R1, 0f7f800001, 0.5")
+
+
+def test_verification_compares_a_written_float_by_value() -> None:
+    assert texts_equivalent("FSEL R7, R8, 0f7fc00000, !P1", "FSEL R7, R8, +QNAN , !P1")
+    assert texts_equivalent("FADD R4, R5, 0f3f800000", "FADD R4, R5, 1")
+    assert not texts_equivalent("FADD R4, R5, 0f3f800000", "FADD R4, R5, 2")
+    assert not texts_equivalent("FADD R4, R5, 0f3f800000", "FADD R4, R6, 1")
+    assert not texts_equivalent("FSEL R7, R8, 0fffc00000, !P1", "FSEL R7, R8, +QNAN , !P1")  # the sign
+    assert not texts_equivalent("FSEL R7, R8, -QNAN , !P1", "FSEL R7, R8, +QNAN , !P1")
