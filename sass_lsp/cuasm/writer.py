@@ -13,7 +13,6 @@ spelling), so the text alone assembles to the word.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Mapping
 
 from sass_lsp.cuasm.assembler import directive_size
@@ -39,7 +38,8 @@ from sass_lsp.elf.model import (
 from sass_lsp.elf.reader import parse_relocations, parse_symbols, read_cubin, string_table_entries
 from sass_lsp.isa.context import Context as KernelContext
 from sass_lsp.isa.context import section_contexts
-from sass_lsp.isa.features import nan_to_f32
+from sass_lsp.isa.features import is_nan_name, nan_to_f32
+from sass_lsp.isa.syntax import InstructionSyntaxError, parse_instruction
 from sass_lsp.model import Instruction, Label
 
 _MAYBE = "maybe updated by assembler"
@@ -76,9 +76,6 @@ def hidden_bits(
     return word ^ (value | (word & CTRL_MASK))
 
 
-_NAN_NAME = re.compile(r"(?<![\w.])[+-]?[QS]?NAN\b")
-
-
 def _nan_candidates(word: int) -> list[int]:
     """f32 NaNs whose conversion could fill an immediate field of ``word``: the 32 bits above the opcode
     half's low word (f32, f64's high half) and either 16-bit half of them (f16, bf16)."""
@@ -103,14 +100,16 @@ def spell_nan_payloads(
 ) -> str | None:
     """``text`` with its NaN literals written as the f32 bits that make ``word`` (:func:`hidden_bits` 0),
     or None when no such spelling exists (the hidden bits are elsewhere, or more than two NaN literals)."""
-    names = list(_NAN_NAME.finditer(text))
-    if not names or len(names) > 2:
+    try:
+        nans = [op for op in parse_instruction(text).operands if is_nan_name(op)]
+    except InstructionSyntaxError:
         return None
-    candidates = _nan_candidates(word)
-    for choice in itertools.product(candidates, repeat=len(names)):
+    if not nans or len(nans) > 2:
+        return None
+    for choice in itertools.product(_nan_candidates(word), repeat=len(nans)):
         spelled = text
-        for m, bits in zip(reversed(names), reversed(choice), strict=True):
-            spelled = spelled[: m.start()] + f"0f{bits:08x}" + spelled[m.end() :]
+        for op, bits in zip(reversed(nans), reversed(choice), strict=True):
+            spelled = spelled[: op.col] + f"0f{bits:08x}" + spelled[op.col + len(op.text) :]
         try:
             if not hidden_bits(arch, spelled, word, pc, labels, encode, context):
                 return spelled

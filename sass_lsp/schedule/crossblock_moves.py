@@ -71,7 +71,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sass_lsp.analysis.program import Block, Kernel, build_kernel, metadata_labels
+from sass_lsp.analysis.program import Block, Kernel, build_kernel, kernels_of, metadata_labels
 from sass_lsp.cuasm import parse_cuasm
 from sass_lsp.cuasm.assembler import module_arch
 from sass_lsp.isa.semantics import Semantics, load_semantics, reused_units
@@ -141,13 +141,10 @@ def crossblock_moves(
     module, found = _kernels(text)
     arch = arch or found
     sem = load_semantics(arch)
-    labels = metadata_labels(module)
     out: list[CrossBlockMove] = []
-    for sec in module.sections:
-        if not sec.name.startswith(".text.") or not sec.instructions:
-            continue
-        k = build_kernel(sec.name[len(".text.") :], sec.line, list(sec.items), sem, labels)
-        out += _Enumerator(k, sem, frozenset(kinds)).moves()
+    for k in kernels_of(module, sem):  # every code section's kernel, with the module's metadata labels
+        if k.nodes:
+            out += _Enumerator(k, sem, frozenset(kinds)).moves()
     return out
 
 
