@@ -660,10 +660,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "given a register the kernel does not use, to free instructions pinned by register reuse or to "
         "split same-bank sources; never one that lowers occupancy), cross-block (an arithmetic "
         "instruction hoisted into its block's only predecessor or sunk into its only successor, both "
-        "blocks' control codes repaired); with reorder and control, the reorder search takes half the "
-        "budget and the control-code walk the rest, from the best reordering found; with rename or cross-"
-        "block, one annealing walk makes those moves and (with reorder) uniform reorder moves of the text"
-        " they made instead of --search, then the control-code walk as before (default: reorder,control)",
+        "blocks' control codes repaired), pipeline (a global load of a single-block loop issued one "
+        "iteration ahead, its registers renamed; one per loop); with reorder and control, the reorder "
+        "search takes half the budget and the control-code walk the rest, from the best reordering found; "
+        "with rename, cross-block or pipeline, one annealing walk makes those moves and (with reorder) "
+        "uniform reorder moves of the text they made instead of --search, then the control-code walk as "
+        "before (default: reorder,control)",
     )
     p.add_argument(
         "--no-model-prior",

@@ -58,8 +58,8 @@ def original_kernel(
     return Original(text, arch, cubin if cubin is not None else assemble(text, source), spec, gpu)
 
 
-MOVE_KINDS = ("reorder", "control", "rename", "cross-block")  # ``optimize --moves``
-STRUCTURAL = ("rename", "cross-block")  # moves that give the reorder game a new text to reorder
+MOVE_KINDS = ("reorder", "control", "rename", "cross-block", "pipeline")  # ``optimize --moves``
+STRUCTURAL = ("rename", "cross-block", "pipeline")  # moves that give the reorder game a new text to reorder
 DEFAULT_MOVES = ("reorder", "control")
 CONTROL_SHARE = 0.5  # of the budget, with both kinds: the control-code walk from the best reorder found
 
@@ -150,7 +150,8 @@ def structural_search(
     original: Original, seed: int, kinds: Sequence[str], *, reorder: bool = True, overlap: bool = True
 ) -> Search:
     """Annealing on GPU time where each step is one of ``kinds`` (``STRUCTURAL``: a register rename,
-    :mod:`sass_lsp.schedule.rename_moves`; a hoist or sink, :mod:`sass_lsp.schedule.crossblock_moves`)
+    :mod:`sass_lsp.schedule.rename_moves`; a hoist or sink, :mod:`sass_lsp.schedule.crossblock_moves`; a
+    load issued an iteration ahead, :mod:`sass_lsp.schedule.pipeline_moves`)
     made on the original or on a text such steps made, or, with ``reorder``, a uniform reorder move
     (:func:`sass_lsp.schedule.search.neighbour`) of such a text: the reorder game is built on that text so
     the dependences the moves freed can be used. That text keeps its control codes (repaired where a
@@ -160,7 +161,7 @@ def structural_search(
     ("cross-block+rename+reorder"). ``overlap``: the next step is proposed while one is measured."""
     import random
 
-    from sass_lsp.schedule import crossblock_moves, rename_moves
+    from sass_lsp.schedule import crossblock_moves, pipeline_moves, rename_moves
     from sass_lsp.schedule.search import Candidate, schedule_key
     from sass_lsp.schedule.search import neighbour as reorder_neighbour
 
@@ -171,6 +172,7 @@ def structural_search(
     makers = {
         "rename": lambda: rename_moves.neighbour(original.text, original.arch, threads_per_block=threads),
         "cross-block": lambda: crossblock_moves.neighbour(original.text, original.arch),
+        "pipeline": lambda: pipeline_moves.neighbour(original.text, original.arch, threads_per_block=threads),
     }
     steps = {kind: makers[kind]() for kind in STRUCTURAL if kind in kinds}
     games: dict[str, Any] = {}  # a text the steps made (the original too) -> its reorder proposer

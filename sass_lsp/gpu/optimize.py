@@ -223,7 +223,12 @@ def report_dict(result: OptimizeResult, *, kernel: str, budget_s: float) -> dict
     }
 
 
-NAMED_KINDS = ("control", "rename", "cross-block")  # a source's parts that name their kind of move
+NAMED_KINDS = (
+    "control",
+    "rename",
+    "cross-block",
+    "pipeline",
+)  # a source's parts that name their kind of move
 
 
 def move_kinds(source: str) -> list[str]:

@@ -127,7 +127,7 @@ class CrossBlockMove:
 # ---------------------------------------------------------------- enumerate
 
 
-def _kernels(text: str) -> tuple[Module, str]:
+def parse_module(text: str) -> tuple[Module, str]:
     module, diags = parse_cuasm(text)
     errors = [d for d in diags if d.severity == "error"]
     if errors:
@@ -138,7 +138,7 @@ def _kernels(text: str) -> tuple[Module, str]:
 def crossblock_moves(
     text: str, arch: str | None = None, *, kinds: Sequence[str] = KINDS
 ) -> list[CrossBlockMove]:
-    module, found = _kernels(text)
+    module, found = parse_module(text)
     arch = arch or found
     sem = load_semantics(arch)
     out: list[CrossBlockMove] = []
@@ -368,10 +368,10 @@ def _loops(k: Kernel, dom: list[set[int]]) -> list[frozenset[int]]:
 
 
 def apply(text: str, move: CrossBlockMove, arch: str | None = None) -> str:
-    module, found = _kernels(text)
+    module, found = parse_module(text)
     arch = arch or found
     sem = load_semantics(arch)
-    k = _kernel_named(module, move.kernel, sem)
+    k = kernel_named(module, move.kernel, sem)
     n = len(k.nodes)
     if not 0 <= move.node < n or k.nodes[move.node].line != move.line:
         raise CrossBlockMoveError(f"line {move.line} is not node {move.node} of kernel {move.kernel}")
@@ -382,10 +382,10 @@ def apply(text: str, move: CrossBlockMove, arch: str | None = None) -> str:
     lines = _drop_reuse(text.splitlines(keepends=True), k, order, move.node)
     if move.kind == "sink":  # P keeps its length: what P's successors wait for has as long as before
         pad = k.nodes[_pad_node(k.blocks[move.from_block], move.node)]
-        lines[pad.line - 1] = _add_stall(lines[pad.line - 1], k.nodes[move.node].ctrl.stall)
+        lines[pad.line - 1] = add_stall(lines[pad.line - 1], k.nodes[move.node].ctrl.stall)
     text = "".join(_move_line(lines, k, move))
     for block in sorted({move.from_block, move.to_block}):  # program order: the entry state sees the change
-        text = _repair(text, move.kernel, block, sem)
+        text = repair_block_text(text, move.kernel, block, sem)
     return _keep_distances(text, k, order, move, sem)
 
 
@@ -397,7 +397,7 @@ def _pad_node(pb: Block, i: int) -> int:
 _STALL = re.compile(r":S(\d\d)\]")
 
 
-def _add_stall(line: str, cycles: int) -> str:
+def add_stall(line: str, cycles: int) -> str:
     m = _STALL.search(line)
     if m is None:
         raise CrossBlockMoveError(f"no stall field in {line.strip()!r}")
@@ -407,7 +407,7 @@ def _add_stall(line: str, cycles: int) -> str:
     return line[: m.start(1)] + f"{stall:02d}" + line[m.end(1) :]
 
 
-def _kernel_named(module: Module, name: str, sem: Semantics) -> Kernel:
+def kernel_named(module: Module, name: str, sem: Semantics) -> Kernel:
     for sec in module.sections:
         if sec.name == f".text.{name}":
             return build_kernel(name, sec.line, list(sec.items), sem, metadata_labels(module))
@@ -470,9 +470,9 @@ def _window(k: Kernel, seq: Sequence[int], p: int, unit: int) -> list[int]:
     return out
 
 
-def _repair(text: str, name: str, block: int, sem: Semantics) -> str:
-    module, _ = _kernels(text)
-    k = _kernel_named(module, name, sem)
+def repair_block_text(text: str, name: str, block: int, sem: Semantics) -> str:
+    module, _ = parse_module(text)
+    k = kernel_named(module, name, sem)
     b = k.blocks[block]
     order = list(range(b.start, b.end))
     ctrls = repair_block(k, sem, block, order)
@@ -492,8 +492,8 @@ def _keep_distances(text: str, k0: Kernel, order: list[int], move: CrossBlockMov
     source without R scoreboard) and its next writer min(ptxas's distance, ``LATE_READ_CAP``). Pairs the
     move put in one block, or in two, were judged by the repair against the moved text, not ptxas's: where
     one came out shorter, the instruction before the later one waits the difference longer."""
-    module, _ = _kernels(text)
-    k1 = _kernel_named(module, move.kernel, sem)
+    module, _ = parse_module(text)
+    k1 = kernel_named(module, move.kernel, sem)
     p, b = (move.to_block, move.from_block) if move.kind == "hoist" else (move.from_block, move.to_block)
     path0 = [*range(k0.blocks[p].start, k0.blocks[p].end), *range(k0.blocks[b].start, k0.blocks[b].end)]
     path1 = [*range(k1.blocks[p].start, k1.blocks[p].end), *range(k1.blocks[b].start, k1.blocks[b].end)]
@@ -522,14 +522,14 @@ def _keep_distances(text: str, k0: Kernel, order: list[int], move: CrossBlockMov
     for x, extra in zip(path1, add, strict=True):
         if extra:
             nd = k1.nodes[x]
-            line = _add_stall(lines[nd.line - 1], extra)
+            line = add_stall(lines[nd.line - 1], extra)
             if limit is not None and nd.ctrl.stall + extra > limit and not nd.ctrl.yield_flag:
-                line = strip_reuse(_YIELD.sub(":Y:S", line, count=1))  # (repair's rule: no .reuse with Y)
+                line = strip_reuse(YIELD_FIELD.sub(":Y:S", line, count=1))  # repair's rule: no .reuse with Y
             lines[nd.line - 1] = line
     return "".join(lines)
 
 
-_YIELD = re.compile(r":-:S(?=\d\d\])")
+YIELD_FIELD = re.compile(r":-:S(?=\d\d\])")
 
 
 def _path_pairs(
