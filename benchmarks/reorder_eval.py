@@ -24,8 +24,10 @@ surrogate over pairs of instructions out of ptxas's order instead of displacemen
 (issue #33's table and its ablation): ``random_all`` (random legal chains of reorder, control, rename and
 cross-block moves, screened in order), ``control``, ``rename`` and ``cross_block`` (``optimize --moves`` of
 that kind alone: annealing on GPU time), ``optimize_default`` (``optimize``'s default: the reorder search,
-then control codes) and ``all_kinds`` (``optimize --moves`` of every kind: one walk of renames, cross-block
-moves and reorders of the texts they made, then control codes). ``policy_surrogate_mix_prior`` is the
+then control codes), ``pipeline_all`` (``optimize --moves pipeline,reorder,control``: one walk of pipeline
+moves and reorders of the texts they made, then control codes) and ``all_kinds`` (``optimize --moves`` of
+every kind: one walk of renames, cross-block and pipeline moves and reorders of the texts they made, then
+control codes). ``policy_surrogate_mix_prior`` is the
 reorder search alone.
 
     python benchmarks/reorder_eval.py --policy sass_lsp/policy/models/reorder-v2 --budget 20 --json OUT.json
@@ -96,6 +98,7 @@ CHOICES = {
     "control": app.SearchChoice(moves=("control",)),
     "rename": app.SearchChoice(moves=("rename",)),
     "cross_block": app.SearchChoice(moves=("cross-block",)),
+    "pipeline_all": app.SearchChoice(moves=("pipeline", "reorder", "control")),
     "optimize_default": app.SearchChoice(),
     "all_kinds": app.SearchChoice(moves=app.MOVE_KINDS),
 }
