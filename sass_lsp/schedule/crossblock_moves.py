@@ -9,7 +9,7 @@ API
     The legal moves of every kernel of ``text`` (each instruction: at most one hoist and one sink).
 ``apply(text, move) -> str``
     The text with the instruction's line moved and both blocks' control codes repaired.
-``random_moves(text, n, rng, arch=None) -> (text, moves)`` / ``pick_move(moves, rng)``
+``random_moves(text, n, rng, arch=None) -> (text, moves)``
     ``n`` moves in a row, each legal on the text the previous ones left.
 ``neighbour(original, arch=None) -> propose``
     ``propose(text, rng) -> Candidate | None`` for :func:`sass_lsp.schedule.search.annealing`.
@@ -85,7 +85,7 @@ from sass_lsp.schedule.deps import (
     kernel_context,
 )
 from sass_lsp.schedule.liveness import liveness, mask
-from sass_lsp.schedule.moves import pick_move, recent_moves
+from sass_lsp.schedule.moves import proposer, random_chain
 from sass_lsp.schedule.repair import RepairError, block_edit, repair_block, repaired_texts, strip_reuse
 
 KINDS = ("hoist", "sink")
@@ -584,29 +584,17 @@ def _path_pairs(
 def random_moves(
     text: str, n: int, rng: random.Random, *, arch: str | None = None, kinds: Sequence[str] = KINDS
 ) -> tuple[str, list[CrossBlockMove]]:
-    done: list[CrossBlockMove] = []
-    for _ in range(n):
-        made = _apply_some(text, crossblock_moves(text, arch, kinds=kinds), rng, arch)
-        if made is None:
-            break
-        text, move = made
-        done.append(move)
-    return text, done
+    return random_chain(
+        text, n, rng, lambda t: crossblock_moves(t, arch, kinds=kinds), _applier(arch), _ERRORS
+    )
 
 
-def _apply_some(
-    text: str, moves: list[CrossBlockMove], rng: random.Random, arch: str | None
-) -> tuple[str, CrossBlockMove] | None:
-    """A random move of ``moves`` applied; one that apply cannot make (no room in a stall field to keep a
-    distance, a block the repair refuses) is dropped from ``moves`` and another drawn."""
-    while True:
-        move = pick_move(moves, rng)
-        if move is None:
-            return None
-        try:
-            return apply(text, move, arch), move
-        except (CrossBlockMoveError, RepairError):
-            moves.remove(move)
+# A move apply cannot make: no room in a stall field to keep a distance, a block the repair refuses.
+_ERRORS = (CrossBlockMoveError, RepairError)
+
+
+def _applier(arch: str | None) -> Callable[[str, CrossBlockMove], str]:
+    return lambda text, move: apply(text, move, arch)
 
 
 def neighbour(
@@ -619,14 +607,4 @@ def neighbour(
 ) -> Callable[[str, random.Random], object]:
     """``propose(text, rng)`` for :func:`sass_lsp.schedule.search.annealing`: one cross-block move away from
     ``text``. The move lists of the last ``cache`` texts are kept. A text with no move left gives None."""
-    from sass_lsp.schedule.search import Candidate
-
-    moves_of = recent_moves(lambda text: crossblock_moves(text, arch, kinds=kinds), cache)
-
-    def propose(text: str, rng: random.Random) -> Candidate | None:
-        made = _apply_some(text, moves_of(text), rng, arch)
-        if made is None:
-            return None
-        return Candidate(made[0], source, (made[1].description,))
-
-    return propose
+    return proposer(lambda t: crossblock_moves(t, arch, kinds=kinds), _applier(arch), source, _ERRORS, cache)

@@ -56,6 +56,7 @@ The edit
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections import Counter
@@ -76,7 +77,7 @@ from sass_lsp.schedule.crossblock_moves import (
 )
 from sass_lsp.schedule.deps import MAX_STALL, UNTRUSTED_RAW_FLOOR, kernel_context
 from sass_lsp.schedule.liveness import liveness
-from sass_lsp.schedule.moves import pick_move, recent_moves
+from sass_lsp.schedule.moves import proposer, random_chain
 from sass_lsp.schedule.rename_moves import NUM_GPR, declared_regcounts, occupancy, register_count
 from sass_lsp.schedule.repair import RepairError, strip_reuse
 
@@ -680,28 +681,11 @@ def random_moves(
     kinds: Sequence[str] = KINDS,
     threads_per_block: int | None = None,
 ) -> tuple[str, list[PipelineMove]]:
-    done: list[PipelineMove] = []
-    for _ in range(n):
-        moves = pipeline_moves(text, arch, kinds=kinds, threads_per_block=threads_per_block)
-        made = _apply_some(text, moves, rng, arch)
-        if made is None:
-            break
-        text, move = made
-        done.append(move)
-    return text, done
+    moves = functools.partial(pipeline_moves, arch=arch, kinds=kinds, threads_per_block=threads_per_block)
+    return random_chain(text, n, rng, moves, functools.partial(apply, arch=arch), _ERRORS)
 
 
-def _apply_some(
-    text: str, moves: list[PipelineMove], rng: random.Random, arch: str | None
-) -> tuple[str, PipelineMove] | None:
-    while True:
-        move = pick_move(moves, rng)
-        if move is None:
-            return None
-        try:
-            return apply(text, move, arch), move
-        except (PipelineMoveError, RepairError):
-            moves.remove(move)
+_ERRORS = (PipelineMoveError, RepairError)  # a move apply cannot make (no room for a distance, ...)
 
 
 def neighbour(
@@ -714,16 +698,5 @@ def neighbour(
 ) -> Callable[[str, random.Random], object]:
     """``propose(text, rng)`` for :func:`sass_lsp.schedule.search.annealing`: one pipeline move away from
     ``text``; None where there is none."""
-    from sass_lsp.schedule.search import Candidate
-
-    moves_of = recent_moves(
-        lambda text: pipeline_moves(text, arch, threads_per_block=threads_per_block), cache
-    )
-
-    def propose(text: str, rng: random.Random) -> Candidate | None:
-        made = _apply_some(text, moves_of(text), rng, arch)
-        if made is None:
-            return None
-        return Candidate(made[0], source, (made[1].description,))
-
-    return propose
+    moves = functools.partial(pipeline_moves, arch=arch, threads_per_block=threads_per_block)
+    return proposer(moves, functools.partial(apply, arch=arch), source, _ERRORS, cache)

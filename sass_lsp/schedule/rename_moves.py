@@ -11,7 +11,7 @@ API
 ``apply(text, move) -> str``
     The text with the range's register tokens renamed (and the ``.reuse`` flags the move drops removed);
     every other byte kept.
-``random_moves(text, n, rng, ...) -> (text, moves)`` / ``pick_move(moves, rng)``
+``random_moves(text, n, rng, ...) -> (text, moves)``
     ``n`` renames in a row, each legal on the text the previous ones left.
 ``neighbour(original, arch=None, ...) -> propose``
     ``propose(text, rng) -> Candidate | None`` for :func:`sass_lsp.schedule.search.annealing`.
@@ -70,7 +70,7 @@ from sass_lsp.cuasm.assembler import RESERVED_REGISTERS, module_arch, registers_
 from sass_lsp.isa.encoder import EncodeError, Encoder
 from sass_lsp.isa.semantics import RegisterRef, Semantics, load_semantics
 from sass_lsp.schedule.liveness import GPR_UNITS, liveness, mask
-from sass_lsp.schedule.moves import pick_move, recent_moves
+from sass_lsp.schedule.moves import proposer, random_chain
 
 KINDS = ("false_dep", "bank")
 NUM_GPR = 255  # R0..R254; R255 is RZ
@@ -589,21 +589,14 @@ def random_moves(
     threads_per_block: int | None = None,
     allow_occupancy_loss: bool = False,
 ) -> tuple[str, list[RenameMove]]:
-    done: list[RenameMove] = []
-    for _ in range(n):
-        moves = rename_moves(
-            text,
-            arch,
-            kinds=kinds,
-            threads_per_block=threads_per_block,
-            allow_occupancy_loss=allow_occupancy_loss,
-        )
-        move = pick_move(moves, rng)
-        if move is None:
-            break
-        text = apply(text, move)
-        done.append(move)
-    return text, done
+    moves = functools.partial(
+        rename_moves,
+        arch=arch,
+        kinds=kinds,
+        threads_per_block=threads_per_block,
+        allow_occupancy_loss=allow_occupancy_loss,
+    )
+    return random_chain(text, n, rng, moves, apply)
 
 
 def neighbour(
@@ -619,21 +612,11 @@ def neighbour(
     """``propose(text, rng)`` for :func:`sass_lsp.schedule.search.annealing` over renames: one rename away
     from ``text``. The move lists of the last ``cache`` texts are kept (a walk proposes from one text many
     times). A text with no move left gives None."""
-    from sass_lsp.schedule.search import Candidate
-
-    enumerate_moves = functools.partial(
+    moves = functools.partial(
         rename_moves,
         arch=arch,
         kinds=kinds,
         threads_per_block=threads_per_block,
         allow_occupancy_loss=allow_occupancy_loss,
     )
-    moves_of = recent_moves(enumerate_moves, cache)
-
-    def propose(text: str, rng: random.Random) -> Candidate | None:
-        move = pick_move(moves_of(text), rng)
-        if move is None:
-            return None
-        return Candidate(apply(text, move), source, (move.description,))
-
-    return propose
+    return proposer(moves, apply, source, cache=cache)
