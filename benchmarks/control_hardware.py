@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from reorder_hardware import LETTER, _assemble
 
@@ -178,6 +179,23 @@ def verdicts(pool, rows: list[dict], kernels: dict, args: argparse.Namespace, t0
     if args.json:
         write_atomic(args.json, "".join(json.dumps(r) + "\n" for r in out))
     return out
+
+
+def mutate_and_verify(
+    args: argparse.Namespace,
+    work: Callable[[Any], tuple[Any, list[dict]]],
+    item: Callable[[str, Any, str], Any] = lambda name, _spec, text: (name, text),
+) -> tuple[dict[str, Any], list[dict], dict]:
+    """Each kernel's ``(legal moves, mutants) = work(item(name, spec, text))``, made in a process pool, then
+    every mutant's verdict (:func:`verdicts`). Returns legal moves by kernel, the verdicts and the kernels."""
+    from sass_lsp.gpu.corpus import corpus_names
+
+    t0 = time.time()
+    with tempfile.TemporaryDirectory() as work_dir, ProcessPoolExecutor(max(1, args.jobs)) as pool:
+        kernels = load_texts(args.kernels or corpus_names(), Path(work_dir))
+        made = list(pool.map(work, [item(name, spec, text) for name, (_c, spec, text) in kernels.items()]))
+        out = verdicts(pool, [r for _legal, rows in made for r in rows], kernels, args, t0)
+    return {name: legal for name, (legal, _rows) in zip(kernels, made, strict=True)}, out, kernels
 
 
 def main(argv: list[str] | None = None) -> int:

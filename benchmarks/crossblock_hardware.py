@@ -22,12 +22,8 @@ import argparse
 import collections
 import functools
 import sys
-import tempfile
-import time
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
-from control_hardware import add_arguments, distinct_mutants, load_texts, summary, verdicts
+from control_hardware import add_arguments, distinct_mutants, mutate_and_verify, summary
 
 from sass_lsp.schedule.crossblock_moves import KINDS, crossblock_moves, random_moves
 
@@ -52,21 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(ap, KINDS, "moves")
     args = ap.parse_args(argv)
-
-    from sass_lsp.gpu.corpus import corpus_names
-
-    t0 = time.time()
-    names = args.kernels or corpus_names()
-    with tempfile.TemporaryDirectory() as work, ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        kernels = load_texts(names, Path(work))
-        make = functools.partial(
-            _kernel_work, count=args.count, moves=args.moves, seed=args.seed, kinds=tuple(args.kinds)
-        )
-        items = [(name, text) for name, (_c, _spec, text) in kernels.items()]
-        made = list(pool.map(make, items))
-        rows = [r for _counts, kernel_rows in made for r in kernel_rows]
-        legal = {name: counts for (name, _t), (counts, _r) in zip(items, made, strict=True)}
-        out = verdicts(pool, rows, kernels, args, t0)
+    make = functools.partial(
+        _kernel_work, count=args.count, moves=args.moves, seed=args.seed, kinds=tuple(args.kinds)
+    )
+    legal, out, _kernels = mutate_and_verify(args, make)
     for name, counts in legal.items():
         print(f"{name:20s} legal moves: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in args.kinds))
     print(summary(out))

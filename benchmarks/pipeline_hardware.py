@@ -22,12 +22,8 @@ import argparse
 import functools
 import json
 import sys
-import tempfile
-import time
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
-from control_hardware import add_arguments, distinct_mutants, load_texts, summary, verdicts
+from control_hardware import add_arguments, distinct_mutants, mutate_and_verify, summary
 
 from sass_lsp.schedule.pipeline_moves import KINDS, apply, pipeline_moves, random_moves
 
@@ -44,22 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(ap, KINDS, "moves")
     ap.add_argument("--time-all", type=int, default=0, metavar="ROUNDS", help="time every legal single move")
     args = ap.parse_args(argv)
-
-    from sass_lsp.gpu.corpus import corpus_names
-
-    t0 = time.time()
-    names = args.kernels or corpus_names()
-    with tempfile.TemporaryDirectory() as work, ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        kernels = load_texts(names, Path(work))
-        make = functools.partial(
-            _kernel_work, count=args.count, moves=args.moves, seed=args.seed, kinds=tuple(args.kinds)
-        )
-        items = [(name, text) for name, (_c, _spec, text) in kernels.items()]
-        made = list(pool.map(make, items))
-        rows = [r for _n, kernel_rows in made for r in kernel_rows]
-        out = verdicts(pool, rows, kernels, args, t0)
-    for (name, _t), (legal, _r) in zip(items, made, strict=True):
-        print(f"{name:20s} legal moves: {legal}")
+    make = functools.partial(
+        _kernel_work, count=args.count, moves=args.moves, seed=args.seed, kinds=tuple(args.kinds)
+    )
+    legal, out, kernels = mutate_and_verify(args, make)
+    for name, n in legal.items():
+        print(f"{name:20s} legal moves: {n}")
     print(summary(out))
     if args.time_all and not args.dry_run:
         time_all(kernels, args.time_all)

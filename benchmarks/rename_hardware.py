@@ -24,12 +24,8 @@ import collections
 import functools
 import math
 import sys
-import tempfile
-import time
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
-from control_hardware import add_arguments, distinct_mutants, load_texts, summary, verdicts
+from control_hardware import add_arguments, distinct_mutants, mutate_and_verify, summary
 
 from sass_lsp.schedule.rename_moves import KINDS, random_moves, rename_moves
 
@@ -74,26 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(ap, KINDS, "renames")
     ap.add_argument("--allow-occupancy-loss", action="store_true", help="also renames that lower occupancy")
     args = ap.parse_args(argv)
-
-    from sass_lsp.gpu.corpus import corpus_names
-
-    t0 = time.time()
-    names = args.kernels or corpus_names()
-    with tempfile.TemporaryDirectory() as work, ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        kernels = load_texts(names, Path(work))
-        make = functools.partial(
-            _kernel_work,
-            count=args.count,
-            moves=args.moves,
-            seed=args.seed,
-            kinds=tuple(args.kinds),
-            allow_occupancy_loss=args.allow_occupancy_loss,
-        )
-        items = [(name, text, math.prod(spec.block)) for name, (_c, spec, text) in kernels.items()]
-        made = list(pool.map(make, items))
-        rows = [r for _counts, kernel_rows in made for r in kernel_rows]
-        legal = {name: counts for (name, _t, _n), (counts, _r) in zip(items, made, strict=True)}
-        out = verdicts(pool, rows, kernels, args, t0)
+    make = functools.partial(
+        _kernel_work,
+        count=args.count,
+        moves=args.moves,
+        seed=args.seed,
+        kinds=tuple(args.kinds),
+        allow_occupancy_loss=args.allow_occupancy_loss,
+    )
+    legal, out, _kernels = mutate_and_verify(
+        args, make, lambda name, spec, text: (name, text, math.prod(spec.block))
+    )
     for name, counts in legal.items():
         print(f"{name:20s} legal renames: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in args.kinds))
     print(summary(out))

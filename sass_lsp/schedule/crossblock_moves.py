@@ -382,7 +382,7 @@ def apply(text: str, move: CrossBlockMove, arch: str | None = None) -> str:
     lines = _drop_reuse(text.splitlines(keepends=True), k, order, move.node)
     if move.kind == "sink":  # P keeps its length: what P's successors wait for has as long as before
         pad = k.nodes[_pad_node(k.blocks[move.from_block], move.node)]
-        lines[pad.line - 1] = add_stall(lines[pad.line - 1], k.nodes[move.node].ctrl.stall)
+        lines[pad.line - 1] = _add_stall(lines[pad.line - 1], k.nodes[move.node].ctrl.stall)
     text = "".join(_move_line(lines, k, move))
     for block in sorted({move.from_block, move.to_block}):  # program order: the entry state sees the change
         text = repair_block_text(text, move.kernel, block, sem)
@@ -397,7 +397,7 @@ def _pad_node(pb: Block, i: int) -> int:
 _STALL = re.compile(r":S(\d\d)\]")
 
 
-def add_stall(line: str, cycles: int) -> str:
+def _add_stall(line: str, cycles: int) -> str:
     m = _STALL.search(line)
     if m is None:
         raise CrossBlockMoveError(f"no stall field in {line.strip()!r}")
@@ -505,31 +505,41 @@ def _keep_distances(text: str, k0: Kernel, order: list[int], move: CrossBlockMov
     add = [0] * len(path1)
     for a, c, need in _path_pairs(ctx, [order[x] for x in path1], t0, sem):
         t1 = list(itertools.accumulate((s + e for s, e in zip(stalls, add, strict=True)), initial=0))
-        short = need - (t1[c] - t1[a])
-        q = c - 1
-        while short > 0 and q >= a:
-            room = MAX_STALL - stalls[q] - add[q]
-            give = min(room, short)
-            add[q] += give
-            short -= give
-            q -= 1
-        if short > 0:
+        if lengthen(add, stalls, a, c, need - (t1[c] - t1[a])):
             raise CrossBlockMoveError(f"line {move.line}: no room to keep a distance of {need} cycles")
     if not any(add):
         return text
     lines = text.splitlines(keepends=True)
-    limit = sem.param("max_stall_without_yield")
-    for x, extra in zip(path1, add, strict=True):
-        if extra:
-            nd = k1.nodes[x]
-            line = add_stall(lines[nd.line - 1], extra)
-            if limit is not None and nd.ctrl.stall + extra > limit and not nd.ctrl.yield_flag:
-                line = strip_reuse(YIELD_FIELD.sub(":Y:S", line, count=1))  # repair's rule: no .reuse with Y
-            lines[nd.line - 1] = line
+    add_stalls(lines, k1, path1, add, sem)
     return "".join(lines)
 
 
-YIELD_FIELD = re.compile(r":-:S(?=\d\d\])")
+def lengthen(add: list[int], stalls: Sequence[int], a: int, c: int, short: int) -> int:
+    """``short`` more cycles between positions ``a`` and ``c``, given to the instructions before ``c`` (the
+    latest first, each up to the stall field's maximum) and recorded in ``add``; returns what did not fit."""
+    q = c - 1
+    while short > 0 and q >= a:
+        give = min(MAX_STALL - stalls[q] - add[q], short)
+        add[q] += give
+        short -= give
+        q -= 1
+    return max(short, 0)
+
+
+def add_stalls(lines: list[str], k: Kernel, nodes: Sequence[int], add: Sequence[int], sem: Semantics) -> None:
+    """``add[i]`` more stall cycles written into the line of node ``nodes[i]``; yield set where the stall
+    needs it, and then the line's ``.reuse`` dropped (the repair's rule)."""
+    limit = sem.param("max_stall_without_yield")
+    for x, extra in zip(nodes, add, strict=True):
+        if extra:
+            nd = k.nodes[x]
+            line = _add_stall(lines[nd.line - 1], extra)
+            if limit is not None and nd.ctrl.stall + extra > limit and not nd.ctrl.yield_flag:
+                line = strip_reuse(_YIELD_FIELD.sub(":Y:S", line, count=1))
+            lines[nd.line - 1] = line
+
+
+_YIELD_FIELD = re.compile(r":-:S(?=\d\d\])")
 
 
 def _path_pairs(

@@ -69,13 +69,13 @@ from sass_lsp.isa.semantics import SPACE_BITS, RegisterRef, Semantics, load_sema
 from sass_lsp.schedule.crossblock_moves import (
     COLLECTIVE,
     PIPES,
-    YIELD_FIELD,
-    add_stall,
+    add_stalls,
     kernel_named,
+    lengthen,
     parse_module,
     repair_block_text,
 )
-from sass_lsp.schedule.deps import MAX_STALL, UNTRUSTED_RAW_FLOOR, kernel_context
+from sass_lsp.schedule.deps import UNTRUSTED_RAW_FLOOR, kernel_context
 from sass_lsp.schedule.liveness import liveness
 from sass_lsp.schedule.moves import proposer, random_chain
 from sass_lsp.schedule.rename_moves import NUM_GPR, declared_regcounts, occupancy, register_count
@@ -526,26 +526,12 @@ def _keep_floors(text: str, k0: Kernel, plan: _Plan, sem: Semantics) -> str:
                 else:  # P, then L's first iteration
                     before = t0[m] - t0[w]
                 need = min(before, UNTRUSTED_RAW_FLOOR)
-                stalls = [k1.nodes[x].ctrl.stall + e for x, e in zip(nodes, add, strict=True)]
-                short = need - sum(stalls[a:c])
-                q = c - 1
-                while short > 0 and q >= a:
-                    give = min(MAX_STALL - stalls[q], short)
-                    add[q] += give
-                    short -= give
-                    q -= 1
-                if short > 0:
+                stalls = [k1.nodes[x].ctrl.stall for x in nodes]
+                if lengthen(add, stalls, a, c, need - sum(stalls[a:c]) - sum(add[a:c])):
                     raise PipelineMoveError(
                         f"line {plan.move.load_line}: no room for a {need}-cycle distance"
                     )
-        limit = sem.param("max_stall_without_yield")
-        for x, extra in zip(nodes, add, strict=True):
-            if extra:
-                nd = k1.nodes[x]
-                line = add_stall(lines[nd.line - 1], extra)
-                if limit is not None and nd.ctrl.stall + extra > limit and not nd.ctrl.yield_flag:
-                    line = strip_reuse(YIELD_FIELD.sub(":Y:S", line, count=1))
-                lines[nd.line - 1] = line
+        add_stalls(lines, k1, nodes, add, sem)
     return "".join(lines)
 
 

@@ -579,6 +579,18 @@ def _chain(events: list[tuple[int, bool, bool]]) -> set[tuple[int, int]]:
 # ---------------------------------------------------------------- chains and the search's neighbour
 
 
+def _enumerator(
+    arch: str | None, kinds: Sequence[str], threads_per_block: int | None, allow_occupancy_loss: bool
+) -> Callable[[str], list[RenameMove]]:
+    return functools.partial(
+        rename_moves,
+        arch=arch,
+        kinds=kinds,
+        threads_per_block=threads_per_block,
+        allow_occupancy_loss=allow_occupancy_loss,
+    )
+
+
 def random_moves(
     text: str,
     n: int,
@@ -589,13 +601,7 @@ def random_moves(
     threads_per_block: int | None = None,
     allow_occupancy_loss: bool = False,
 ) -> tuple[str, list[RenameMove]]:
-    moves = functools.partial(
-        rename_moves,
-        arch=arch,
-        kinds=kinds,
-        threads_per_block=threads_per_block,
-        allow_occupancy_loss=allow_occupancy_loss,
-    )
+    moves = _enumerator(arch, kinds, threads_per_block, allow_occupancy_loss)
     return random_chain(text, n, rng, moves, apply)
 
 
@@ -612,11 +618,5 @@ def neighbour(
     """``propose(text, rng)`` for :func:`sass_lsp.schedule.search.annealing` over renames: one rename away
     from ``text``. The move lists of the last ``cache`` texts are kept (a walk proposes from one text many
     times). A text with no move left gives None."""
-    moves = functools.partial(
-        rename_moves,
-        arch=arch,
-        kinds=kinds,
-        threads_per_block=threads_per_block,
-        allow_occupancy_loss=allow_occupancy_loss,
-    )
+    moves = _enumerator(arch, kinds, threads_per_block, allow_occupancy_loss)
     return proposer(moves, apply, source, cache=cache)
