@@ -661,7 +661,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "split same-bank sources; never one that lowers occupancy), cross-block (an arithmetic "
         "instruction hoisted into its block's only predecessor or sunk into its only successor, both "
         "blocks' control codes repaired), pipeline (a global load of a single-block loop issued one "
-        "iteration ahead, its registers renamed; one per loop); with reorder and control, the reorder "
+        "iteration ahead, its registers renamed); with reorder and control, the reorder "
         "search takes half the budget and the control-code walk the rest, from the best reordering found; "
         "with rename, cross-block or pipeline, one annealing walk makes those moves and (with reorder) "
         "uniform reorder moves of the text they made instead of --search, then the control-code walk as "

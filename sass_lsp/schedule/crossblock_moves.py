@@ -503,7 +503,7 @@ def _keep_distances(text: str, k0: Kernel, order: list[int], move: CrossBlockMov
     stalls = [k1.nodes[x].ctrl.stall for x in path1]
     ctx = kernel_context(k0, sem)
     add = [0] * len(path1)
-    for a, c, need in _path_pairs(ctx, [order[x] for x in path1], t0, sem):
+    for a, c, need in path_pairs(ctx, [order[x] for x in path1], t0, sem):
         t1 = list(itertools.accumulate((s + e for s, e in zip(stalls, add, strict=True)), initial=0))
         if lengthen(add, stalls, a, c, need - (t1[c] - t1[a])):
             raise CrossBlockMoveError(f"line {move.line}: no room to keep a distance of {need} cycles")
@@ -542,7 +542,7 @@ def add_stalls(lines: list[str], k: Kernel, nodes: Sequence[int], add: Sequence[
 _YIELD_FIELD = re.compile(r":-:S(?=\d\d\])")
 
 
-def _path_pairs(
+def path_pairs(
     ctx: KernelContext, ids: list[int], t0: dict[int, int], sem: Semantics
 ) -> list[tuple[int, int, int]]:
     """(position a, position c, cycles) of the dependent pairs of the straight path ``ids`` (original node

@@ -20,10 +20,6 @@ The loop (conservative: a wrong move corrupts a kernel, a missed one only costs 
   fall-through (the exit); L's only other predecessor P has L as its only successor (it falls through into L,
   or ends in an unconditional branch to L) and ends in no call or return. L's first instruction does not move
   where the ELF's metadata names it (``deps``'s anchor).
-- One pipelined load per loop: a loop that already holds a load guarded by its branch's predicate (this
-  kind's copy) takes no second. On an H100 every single move matched the original bit for bit, but two
-  loads pipelined in one loop gave wrong results in some pairs (fp8_blockscale_gemm's two b-scale loads,
-  with every stall at 15 cycles too), for a reason not yet found.
 - No instruction of L writes global or local memory, or orders memory (fences, ``CCTL``): over the loop, the
   memory a global load reads is written by no thread of the block, so a load may move over anything in L,
   ``BAR.SYNC`` included.
@@ -51,7 +47,11 @@ The edit
   (the instructions after it up to the first that touches the reused register) changed.
 - P, then L, are repaired in their new order (:func:`repair.repair_block`): waits come from the scoreboard
   events pending at L's entry (the prologue's and the previous iteration's loads), stalls from the latencies.
-  The checker then runs over the new kernel; a move after which it reports more than before is not made.
+  The repair takes the edited text for ptxas's, so the distances ptxas kept are then restored where the edit
+  shortened them: pairs of L's own instructions that S's removal brought closer keep what a reorder keeps,
+  and each fixed-latency pair into a copy min(its distance in the original run, ``UNTRUSTED_RAW_FLOOR``).
+- The checker then runs over the new kernel; a move after which it reports more than before is not made.
+  Moves chain: each further load of a loop is one more move.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ from sass_lsp.schedule.crossblock_moves import (
     kernel_named,
     lengthen,
     parse_module,
+    path_pairs,
     repair_block_text,
 )
 from sass_lsp.schedule.deps import UNTRUSTED_RAW_FLOOR, kernel_context
@@ -210,8 +211,6 @@ class _Enumerator:
             eff = k.nodes[i].eff
             if f.mem is not None and f.mem[1] & _WRITES_OUTSIDE_SHARED or eff.opcode in FENCES:
                 return None
-            if eff.opcode == "LDG" and (eff.guard, eff.guard_neg) == (term.guard, term.guard_neg):
-                return None  # a load this kind already pipelined: one per loop (see the module's notes)
             if eff.flags & {"call", "ret"}:
                 return None
         return pb.idx
@@ -488,18 +487,25 @@ def apply(text: str, move: PipelineMove, arch: str | None = None) -> str:
     new = "".join(out)
     for block in (plan.pre, move.loop_block):  # program order: L's entry state sees P's new stalls
         new = repair_block_text(new, move.kernel, block, sem)
-    new = _keep_floors(new, k, plan, sem)
+    new = _keep_distances(new, k, plan, sem)
     _same_findings(text, new, move.kernel, sem)
     return new
 
 
-def _keep_floors(text: str, k0: Kernel, plan: _Plan, sem: Semantics) -> str:
-    """Every fixed-latency RAW pair that ends at a copy keeps min(its distance in the original execution,
-    ``UNTRUSTED_RAW_FLOOR``) cycles, as the reorder repair keeps for a pair a move brings closer (the table's
-    latency is a minimum over opcodes: an ``IMAD.MOV`` 4 cycles before the ``LDG`` reading its pair gave a
-    stale address on an H100). Where one is shorter, the instructions before the copy wait the difference."""
+def _keep_distances(text: str, k0: Kernel, plan: _Plan, sem: Semantics) -> str:
+    """What the reorder repair keeps for a pair a move brings closer, kept in P and L after the repair,
+    which took the edited text for ptxas's:
+    - pairs of L's own instructions that S's removal brought closer keep what a reorder keeps
+      (:func:`crossblock_moves.path_pairs`: a fixed-latency RAW pair min(ptxas's distance, the floor), ...):
+      with fp8_blockscale_gemm's two b-scale loads gone, ``ULEA UR6`` came 2 cycles before the ``UIADD3``
+      reading it (ptxas: 19), and the QGMMA read a wrong stage on an H100;
+    - every fixed-latency RAW pair that ends at a copy keeps min(its distance in the original run,
+      ``UNTRUSTED_RAW_FLOOR``) (the table's latency is a minimum over opcodes: an ``IMAD.MOV`` 4 cycles
+      before the ``LDG`` reading its pair gave the first iteration a stale address).
+    Where one is shorter, the instructions before the later one wait the difference."""
     module, _ = parse_module(text)
     k1 = kernel_named(module, plan.move.kernel, sem)
+    ctx0 = kernel_context(k0, sem)
     members = plan.members
     blk0 = k0.blocks[plan.move.loop_block]
     t0 = _issue_times(k0, range(k0.blocks[plan.pre].start, blk0.end))
@@ -509,7 +515,16 @@ def _keep_floors(text: str, k0: Kernel, plan: _Plan, sem: Semantics) -> str:
     for block, seq in ((plan.pre, pre_new), (plan.move.loop_block, loop_new)):
         b1 = k1.blocks[block]
         nodes = list(range(b1.start, b1.end))
+        stalls = [k1.nodes[x].ctrl.stall for x in nodes]
         add = [0] * len(nodes)
+
+        def keep(a: int, c: int, need: int) -> None:
+            if lengthen(add, stalls, a, c, need - sum(stalls[a:c]) - sum(add[a:c])):  # noqa: B023
+                raise PipelineMoveError(f"line {plan.move.load_line}: no room for a {need}-cycle distance")
+
+        kept = [p for p, old in enumerate(seq) if old >= 0]
+        for a, c, need in path_pairs(ctx0, [seq[p] for p in kept], t0, sem):
+            keep(kept[a], kept[c], need)
         for c, old in enumerate(seq):
             if old >= 0:
                 continue
@@ -525,12 +540,7 @@ def _keep_floors(text: str, k0: Kernel, plan: _Plan, sem: Semantics) -> str:
                     before = lap - (t0[w] - t0[blk0.start]) + (t0[m] - t0[blk0.start])
                 else:  # P, then L's first iteration
                     before = t0[m] - t0[w]
-                need = min(before, UNTRUSTED_RAW_FLOOR)
-                stalls = [k1.nodes[x].ctrl.stall for x in nodes]
-                if lengthen(add, stalls, a, c, need - sum(stalls[a:c]) - sum(add[a:c])):
-                    raise PipelineMoveError(
-                        f"line {plan.move.load_line}: no room for a {need}-cycle distance"
-                    )
+                keep(a, c, min(before, UNTRUSTED_RAW_FLOOR))
         add_stalls(lines, k1, nodes, add, sem)
     return "".join(lines)
 
