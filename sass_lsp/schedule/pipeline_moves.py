@@ -20,7 +20,10 @@ The loop (conservative: a wrong move corrupts a kernel, a missed one only costs 
   fall-through (the exit); L's only other predecessor P has L as its only successor (it falls through into L,
   or ends in an unconditional branch to L) and ends in no call or return. L's first instruction does not move
   where the ELF's metadata names it (``deps``'s anchor).
-- No instruction of L writes global or local memory, or orders memory (fences, ``CCTL``): over the loop, the
+- The branch's guard is a predicate register (``P0``-``P6``; not a uniform predicate, which cannot guard the
+  copies).
+- No instruction of L writes global or local memory, or orders memory (fences, ``CCTL``), or is a bulk,
+  tensor or surface copy the tables give no memory row (``UNLISTED_WRITERS``): over the loop, the
   memory a global load reads is written by no thread of the block, so a load may move over anything in L,
   ``BAR.SYNC`` included.
 
@@ -87,8 +90,11 @@ SCOREBOARDS = 6
 MAX_SLICE = 16  # instructions moved with one load (its address arithmetic)
 ORDERING = frozenset({"STRONG", "MMIO", "VOLATILE", "SYS", "GPU", "SM", "PRIVATE"})  # LDG qualifiers kept
 FENCES = frozenset({"MEMBAR", "FENCE", "ERRBAR", "CCTL", "CCTLL", "CCTLT"})
+# Opcodes that may write global memory but have no memory row in the semantics tables (bulk and tensor
+# copies, surface stores and reductions): a loop holding one takes no move.
+UNLISTED_WRITERS = ("UTMA", "UBLK", "SUST", "SURED", "SUATOM")
 _WRITES_OUTSIDE_SHARED = ~SPACE_BITS["shared"]
-_GUARD = re.compile(r"^\s*@!?U?P\w+\s+")
+_GUARD = re.compile(r"^\s*@!?P[0-6]\s+")  # a uniform predicate cannot guard the copies
 _CTRL_FIELD = re.compile(r"\[(B[^\]]*)\]")
 
 
@@ -210,6 +216,8 @@ class _Enumerator:
             f = self.ctx.nodes[i]
             eff = k.nodes[i].eff
             if f.mem is not None and f.mem[1] & _WRITES_OUTSIDE_SHARED or eff.opcode in FENCES:
+                return None
+            if eff.opcode.startswith(UNLISTED_WRITERS):
                 return None
             if eff.flags & {"call", "ret"}:
                 return None
