@@ -223,12 +223,8 @@ def report_dict(result: OptimizeResult, *, kernel: str, budget_s: float) -> dict
     }
 
 
-NAMED_KINDS = (
-    "control",
-    "rename",
-    "cross-block",
-    "pipeline",
-)  # a source's parts that name their kind of move
+# a source's parts that name their kind of move
+NAMED_KINDS = ("control", "rename", "cross-block", "pipeline")
 
 
 def move_kinds(source: str) -> list[str]:
