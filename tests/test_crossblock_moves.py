@@ -316,7 +316,7 @@ def _short_pairs(text: str, new: str, move: cb.CrossBlockMove) -> int:
     for x in path(k1):
         t1.append(t)
         t += k1.nodes[x].ctrl.stall
-    pairs = cb._path_pairs(kernel_context(k0, SEM), [order[x] for x in path(k1)], t0, SEM)
+    pairs = cb.path_pairs(kernel_context(k0, SEM), [order[x] for x in path(k1)], t0, SEM)
     assert pairs
     return sum(t1[c] - t1[a] < need for a, c, need in pairs)
 
