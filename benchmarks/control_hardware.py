@@ -115,9 +115,9 @@ def mutants(
     return [r | {"reorders": list(done_reorders[r["text"]])} for r in rows]
 
 
-def _kernel_mutants(item: tuple[str, str], **kw: object) -> list[dict]:
+def _kernel_mutants(item: tuple[str, str], **kw: object) -> tuple[None, list[dict]]:
     name, text = item
-    return mutants(name, text, **kw)  # type: ignore[arg-type]
+    return None, mutants(name, text, **kw)  # type: ignore[arg-type]
 
 
 def load_texts(names: list[str], work: Path) -> dict[str, tuple[bytes, object, str]]:
@@ -205,23 +205,15 @@ def main(argv: list[str] | None = None) -> int:
         "--reorders", type=int, default=0, help="random reorder moves before each mutant's (for scoreboard)"
     )
     args = ap.parse_args(argv)
-
-    from sass_lsp.gpu.corpus import corpus_names
-
-    t0 = time.time()
-    names = args.kernels or corpus_names()
-    with tempfile.TemporaryDirectory() as work, ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        kernels = load_texts(names, Path(work))
-        make = functools.partial(
-            _kernel_mutants,
-            count=args.count,
-            moves=args.moves,
-            seed=args.seed,
-            kinds=tuple(args.kinds),
-            reorders=args.reorders,
-        )
-        made = pool.map(make, [(name, text) for name, (_c, _s, text) in kernels.items()])
-        out = verdicts(pool, [r for kernel_rows in made for r in kernel_rows], kernels, args, t0)
+    make = functools.partial(
+        _kernel_mutants,
+        count=args.count,
+        moves=args.moves,
+        seed=args.seed,
+        kinds=tuple(args.kinds),
+        reorders=args.reorders,
+    )
+    _legal, out, _kernels = mutate_and_verify(args, make)
     print(summary(out))
     return 0
 

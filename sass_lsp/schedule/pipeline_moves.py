@@ -72,6 +72,7 @@ from sass_lsp.isa.semantics import SPACE_BITS, RegisterRef, Semantics, load_sema
 from sass_lsp.schedule.crossblock_moves import (
     COLLECTIVE,
     PIPES,
+    CrossBlockMoveError,
     add_stalls,
     kernel_named,
     lengthen,
@@ -82,7 +83,7 @@ from sass_lsp.schedule.crossblock_moves import (
 from sass_lsp.schedule.deps import UNTRUSTED_RAW_FLOOR, kernel_context
 from sass_lsp.schedule.liveness import liveness
 from sass_lsp.schedule.moves import proposer, random_chain
-from sass_lsp.schedule.rename_moves import NUM_GPR, declared_regcounts, occupancy, register_count
+from sass_lsp.schedule.rename_moves import NUM_GPR, declared_regcounts, gpr_refs, occupancy, register_count
 from sass_lsp.schedule.repair import RepairError, strip_reuse
 
 KINDS = ("load",)
@@ -96,6 +97,7 @@ UNLISTED_WRITERS = ("UTMA", "UBLK", "SUST", "SURED", "SUATOM")
 _WRITES_OUTSIDE_SHARED = ~SPACE_BITS["shared"]
 _GUARD = re.compile(r"^\s*@!?P[0-6]\s+")  # a uniform predicate cannot guard the copies
 _CTRL_FIELD = re.compile(r"\[(B[^\]]*)\]")
+_REGISTER = re.compile(r"R\d+")
 
 
 class PipelineMoveError(ValueError):
@@ -176,19 +178,19 @@ class _Enumerator:
     def plans(self) -> list[_Plan]:
         out = []
         for b in self.k.blocks:
-            pre = self._loop(b.idx)
-            if pre is None:
+            loop = self._loop(b.idx)
+            if loop is None:
                 continue
             for i in range(b.start, b.end - 1):
-                plan = self._plan(b.idx, pre, i)
+                plan = self._plan(b.idx, *loop, i)
                 if plan is not None:
                     out.append(plan)
         return out
 
     # ------------------------------------------------------------ the loop
 
-    def _loop(self, b: int) -> int | None:
-        """P, where block ``b`` is a loop L of the shape above."""
+    def _loop(self, b: int) -> tuple[int, str] | None:
+        """(P, the branch's guard as written), where block ``b`` is a loop L of the shape above."""
         k = self.k
         blk = k.blocks[b]
         if b not in blk.succs or len(blk.succs) != 2 or blk.end - blk.start < 2:
@@ -221,7 +223,8 @@ class _Enumerator:
                 return None
             if eff.flags & {"call", "ret"}:
                 return None
-        return pb.idx
+        guard = _GUARD.match(k.nodes[blk.end - 1].text)
+        return None if guard is None else (pb.idx, guard.group().strip())
 
     # ------------------------------------------------------------ the moved set
 
@@ -274,7 +277,7 @@ class _Enumerator:
                 work.append(w)
         return sorted(members)
 
-    def _plan(self, b: int, pre: int, load: int) -> _Plan | None:
+    def _plan(self, b: int, pre: int, guard: str, load: int) -> _Plan | None:
         if not self._is_load(load):
             return None
         k = self.k
@@ -303,9 +306,6 @@ class _Enumerator:
         if regs_after > NUM_GPR + 1 or (warps_after < warps_before and not self.allow_loss):
             return None
         nd = k.nodes[load]
-        guard = _GUARD.match(k.nodes[blk.end - 1].text)
-        if guard is None:
-            return None
         desc = (
             f"issue {nd.eff.opcode} line {nd.line} (and {len(members) - 1} address instructions) "
             f"one iteration ahead in the loop at line {k.nodes[blk.start].line}"
@@ -324,7 +324,7 @@ class _Enumerator:
             warps_after,
             desc,
         )
-        return _Plan(move, tuple(members), new_text, pre, guard.group().strip())
+        return _Plan(move, tuple(members), new_text, pre, guard)
 
     # ------------------------------------------------------------ renaming
 
@@ -343,7 +343,7 @@ class _Enumerator:
             carried = {current.get(u, -1) for u in eff.use_units if u < 256} & member_set
             if j not in member_set and carried - {members[-1]}:
                 return None  # outside S only the load's value is read (no fixed latency round the loop)
-            for ref in _gpr_refs(self.refs[j]):
+            for ref in gpr_refs(self.refs[j]):
                 if ref.written:
                     keys = tuple((j if j in member_set else -1, u) for u in ref.units)
                 else:
@@ -376,7 +376,7 @@ class _Enumerator:
         for j, refs in keyed.items():
             text = k.nodes[j].text
             for ref, keys in sorted(refs, key=lambda rk: -rk[0].start):
-                m = re.compile(r"R\d+").match(text, ref.start)
+                m = _REGISTER.match(text, ref.start)
                 if m is None:
                     return None
                 text = text[: m.start()] + f"R{new_of[keys[0]]}" + text[m.end() :]
@@ -430,12 +430,8 @@ class _Enumerator:
         return (never or free or [None])[0]
 
 
-def _gpr_refs(refs: Sequence[RegisterRef]) -> list[RegisterRef]:
-    return [r for r in refs if r.units and r.units[0] < 256 and r.name[:1] == "R" and r.name != "RZ"]
-
-
 def _named_units(refs: Sequence[RegisterRef]) -> set[int]:
-    return {u for r in _gpr_refs(refs) for u in r.units}
+    return {u for r in gpr_refs(refs) for u in r.units}
 
 
 def _gpr_units(nd, refs: Sequence[RegisterRef]) -> set[int]:  # noqa: ANN001
@@ -479,24 +475,29 @@ def _groups(defined: set[tuple[int, int]], operand_keys: list[tuple]) -> list[li
 
 
 def apply(text: str, move: PipelineMove, arch: str | None = None) -> str:
+    module, found = parse_module(text)
+    arch = arch or found
+    sem = load_semantics(arch)
+    try:
+        k = kernel_named(module, move.kernel, sem)
+    except CrossBlockMoveError as exc:
+        raise PipelineMoveError(str(exc)) from None
+    declared = declared_regcounts(text).get(k.name, 0)
     plans = [
         p
-        for p in _plans(text, arch, KINDS, None, True)
-        if p.move.kernel == move.kernel and p.move.load_line == move.load_line and p.move.lines == move.lines
+        for p in _Enumerator(k, sem, arch, declared, None, True).plans()
+        if p.move.load_line == move.load_line and p.move.lines == move.lines
     ]
     if not plans:
         raise PipelineMoveError(f"line {move.load_line}: no such pipeline move in kernel {move.kernel}")
     plan = plans[0]
-    module, found = parse_module(text)
-    sem = load_semantics(arch or found)
-    k = kernel_named(module, move.kernel, sem)
     lines = text.splitlines(keepends=True)
     out = _edited_lines(lines, k, plan)
     new = "".join(out)
     for block in (plan.pre, move.loop_block):  # program order: L's entry state sees P's new stalls
         new = repair_block_text(new, move.kernel, block, sem)
     new = _keep_distances(new, k, plan, sem)
-    _same_findings(text, new, move.kernel, sem)
+    _same_findings(k, new, sem)
     return new
 
 
@@ -661,14 +662,11 @@ def _guarded(line: str, guard: str) -> str:
     return line[: m.start(1)] + pad[:cut] + guard + " " + line[m.end(1) :]
 
 
-def _same_findings(before: str, after: str, kernel: str, sem: Semantics) -> None:
-    def counts(text: str) -> Counter:
-        module, _ = parse_module(text)
-        k = kernel_named(module, kernel, sem)
-        return Counter(f.code for f in Checker(k, sem).run())
-
-    old, new = counts(before), counts(after)
-    more = new - old
+def _same_findings(k: Kernel, after: str, sem: Semantics) -> None:
+    """Raises unless the checker reports nothing more on ``after``'s kernel than on ``k``."""
+    module, _ = parse_module(after)
+    new = Counter(f.code for f in Checker(kernel_named(module, k.name, sem), sem).run())
+    more = new - Counter(f.code for f in Checker(k, sem).run())
     if more:
         raise PipelineMoveError(f"the checker would report {dict(more)} after the move")
 

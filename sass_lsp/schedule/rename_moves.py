@@ -239,7 +239,8 @@ def _encodes(arch: str, text: str) -> bool:
     return hit
 
 
-def _gprs(refs: tuple[RegisterRef, ...]) -> list[RegisterRef]:
+def gpr_refs(refs: Sequence[RegisterRef]) -> list[RegisterRef]:
+    """The general registers among ``refs`` (not RZ, uniform registers or predicates)."""
     return [r for r in refs if r.units and r.units[0] < 256 and r.name[:1] == "R" and r.name != "RZ"]
 
 
@@ -248,7 +249,7 @@ class _Enumerator:
         self, k: Kernel, sem: Semantics, arch: str, lines: list[str], declared: int, rules: _Rules
     ) -> None:
         self.k, self.sem, self.arch, self.lines, self.rules = k, sem, arch, lines, rules
-        self.refs = [_gprs(sem.register_refs(nd.text)) for nd in k.nodes]
+        self.refs = [gpr_refs(sem.register_refs(nd.text)) for nd in k.nodes]
         named: set[int] = set()
         banned: set[int] = set()
         for nd, refs in zip(k.nodes, self.refs, strict=True):
