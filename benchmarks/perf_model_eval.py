@@ -23,6 +23,9 @@ on all of the held-out kernel's measurements:
 Then the noise: per kernel the spread of measured log speedups (sd) against the median CI half-width.
 
     python benchmarks/perf_model_eval.py [--data sass_lsp/perf/data] [--draws 500] [--static 200]
+
+``--unseen FILE`` scores the packaged checkpoint instead, on a campaign of kernels no checkpoint trains on
+(``python -m sass_lsp.perf.dataset build-unseen``: the optimizer's held-out compute-bound kernels).
 """
 
 from __future__ import annotations
@@ -33,13 +36,16 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from cost_model_vs_gpu import spearman
 
 from sass_lsp.perf import dataset as ds
 from sass_lsp.perf.model import Z90
-from sass_lsp.perf.train import DEFAULT_CACHE, Table, table, train
+from sass_lsp.perf.model import load as load_model
+from sass_lsp.perf.predict import DEFAULT_MODEL
+from sass_lsp.perf.train import DEFAULT_CACHE, Table, campaign_table, featurize, table, train
 
 MIN_DISTINCT = 32
 PICK = 32
@@ -109,6 +115,51 @@ def static_scores(camps: list[ds.Campaign], kernel: str, keys: np.ndarray) -> np
     return out
 
 
+def score(
+    mu: np.ndarray,
+    sd: np.ndarray,
+    held: Table,
+    name: str,
+    camps: list[ds.Campaign],
+    rng: np.random.Generator,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """The figures of one kernel's measurements ``held`` against a model's predictions ``mu``, ``sd``."""
+    cover = np.abs(held.y - mu) <= Z90 * sd
+    r = {
+        "n": len(held.y),
+        "distinct": len(set(held.key.tolist())),
+        "random": int(held.random.sum()),
+        "spearman": spearman(mu.tolist(), held.y.tolist()),
+        "spearman_random": spearman(mu[held.random].tolist(), held.y[held.random].tolist())
+        if held.random.sum() >= 10
+        else None,
+        "retest": retest(held),
+        "cover90": float(cover.mean()),
+        "sd_pred": float(np.median(sd)),
+        "sd_y": float(held.y.std()),
+        "ci_half": float(np.median((held.high - held.low) / 2)),
+        **top_of(mu, held, args.draws, rng),
+    }
+    if held.random.sum() >= 2 * PICK:  # the same draws among the random legal moves only
+        rnd = top_of(mu[held.random], held.select(held.random), args.draws, rng)
+        r["random_faster"], r["random_any_faster"] = rnd["faster"], rnd["any_faster"]
+    if args.static:
+        sample = one_per_key(held, rng)
+        sample = rng.choice(sample, min(args.static, len(sample)), replace=False)
+        st = static_scores(camps, name, held.key[sample])
+        ok = ~np.isnan(st)
+        sub = held.select(sample[ok])
+        r["static_n"] = int(ok.sum())
+        r["static_spearman"] = spearman(st[ok].tolist(), sub.y.tolist())
+        r["model_spearman_same"] = spearman(mu[sample[ok]].tolist(), sub.y.tolist())
+        r["static_faster"] = top_of(st[ok], sub, args.draws, rng)["faster"] if ok.sum() >= PICK else None
+        r["model_faster_same"] = (
+            top_of(mu[sample[ok]], sub, args.draws, rng)["faster"] if ok.sum() >= PICK else None
+        )
+    return r
+
+
 def fmt(x: float | None, spec: str = "+.2f") -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
@@ -123,64 +174,57 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rank-weight", type=float, default=0.0, help="see python -m sass_lsp.perf.train")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument(
+        "--unseen",
+        type=Path,
+        help="a campaign file of kernels no checkpoint trains on (python -m sass_lsp.perf.dataset "
+        "build-unseen): score the packaged checkpoint on it instead of leaving kernels of --data out",
+    )
     args = ap.parse_args(argv)
-    t = table(args.data, DEFAULT_CACHE)
-    camps = ds.load_all(args.data)
     rng = np.random.default_rng(args.seed)
-    names = sorted(
-        k for k in set(t.kernel.tolist()) if len(set(t.key[t.kernel == k].tolist())) >= MIN_DISTINCT
-    )
-    print(
-        f"{len(t.y)} measurements, {len(set(t.kernel.tolist()))} kernels; "
-        f"held out in turn: {', '.join(names)}\n"
-    )
+    if args.unseen:
+        # The packaged checkpoint (trained on every kernel of --data) on kernels no checkpoint trains on.
+        camp = ds.load(args.unseen)
+        t = campaign_table(camp, featurize(camp))
+        camps = [camp]
+        names = sorted(
+            k for k in set(t.kernel.tolist()) if len(set(t.key[t.kernel == k].tolist())) >= MIN_DISTINCT
+        )
+        packaged = load_model(DEFAULT_MODEL)
+        print(f"{len(t.y)} measurements of {', '.join(names)}, scored by {DEFAULT_MODEL.name}\n")
+    else:
+        t = table(args.data, DEFAULT_CACHE)
+        camps = ds.load_all(args.data)
+        names = sorted(
+            k for k in set(t.kernel.tolist()) if len(set(t.key[t.kernel == k].tolist())) >= MIN_DISTINCT
+        )
+        print(
+            f"{len(t.y)} measurements, {len(set(t.kernel.tolist()))} kernels; "
+            f"held out in turn: {', '.join(names)}\n"
+        )
     rows, pooled_pred, pooled_y, pooled_cov = {}, [], [], []
     for name in names:
         t0 = time.perf_counter()
-        train_rows = t.select(t.kernel != name)
-        assert name not in set(train_rows.kernel.tolist()), name  # never trained on the held-out kernel
-        model = train(
-            train_rows, seed=args.seed, epochs=args.epochs, members=args.members, rank_weight=args.rank_weight
-        )
+        if args.unseen:
+            model = packaged
+        else:
+            train_rows = t.select(t.kernel != name)
+            assert name not in set(train_rows.kernel.tolist()), name  # never trained on the held-out kernel
+            model = train(
+                train_rows,
+                seed=args.seed,
+                epochs=args.epochs,
+                members=args.members,
+                rank_weight=args.rank_weight,
+            )
         held = t.select(t.kernel == name)
         mu, sd = model.predict(held.x)
-        cover = np.abs(held.y - mu) <= Z90 * sd
-        r = {
-            "n": len(held.y),
-            "distinct": len(set(held.key.tolist())),
-            "random": int(held.random.sum()),
-            "spearman": spearman(mu.tolist(), held.y.tolist()),
-            "spearman_random": spearman(mu[held.random].tolist(), held.y[held.random].tolist())
-            if held.random.sum() >= 10
-            else None,
-            "retest": retest(held),
-            "cover90": float(cover.mean()),
-            "sd_pred": float(np.median(sd)),
-            "sd_y": float(held.y.std()),
-            "ci_half": float(np.median((held.high - held.low) / 2)),
-            **top_of(mu, held, args.draws, rng),
-            "train_s": time.perf_counter() - t0,
-        }
-        if held.random.sum() >= 2 * PICK:  # the same draws among the random legal moves only
-            rnd = top_of(mu[held.random], held.select(held.random), args.draws, rng)
-            r["random_faster"], r["random_any_faster"] = rnd["faster"], rnd["any_faster"]
-        if args.static:
-            sample = one_per_key(held, rng)
-            sample = rng.choice(sample, min(args.static, len(sample)), replace=False)
-            st = static_scores(camps, name, held.key[sample])
-            ok = ~np.isnan(st)
-            sub = held.select(sample[ok])
-            r["static_n"] = int(ok.sum())
-            r["static_spearman"] = spearman(st[ok].tolist(), sub.y.tolist())
-            r["model_spearman_same"] = spearman(mu[sample[ok]].tolist(), sub.y.tolist())
-            r["static_faster"] = top_of(st[ok], sub, args.draws, rng)["faster"] if ok.sum() >= PICK else None
-            r["model_faster_same"] = (
-                top_of(mu[sample[ok]], sub, args.draws, rng)["faster"] if ok.sum() >= PICK else None
-            )
+        r = score(mu, sd, held, name, camps, rng, args)
+        r["train_s"] = time.perf_counter() - t0
         rows[name] = r
         pooled_pred += mu.tolist()
         pooled_y += held.y.tolist()
-        pooled_cov += cover.tolist()
+        pooled_cov += (np.abs(held.y - mu) <= Z90 * sd).tolist()
         print(f"  {name}: {r['train_s']:.0f} s", file=sys.stderr, flush=True)
     print(
         "| held-out kernel | rows (distinct, random) | Spearman | Spearman random rows | retest "

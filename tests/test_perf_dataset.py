@@ -87,3 +87,40 @@ def test_features_are_zero_for_ptxas_order_and_finite_otherwise(run18: list[ds.M
         x = facts.features(camp.moved_slot[a:b], camp.moved_node[a:b])
         assert np.isfinite(x).all()
         assert (a == b) or x[: len(pf.DISP_NAMES)].any()
+
+
+def test_unseen_campaign_holds_kernels_no_checkpoint_trains_on() -> None:
+    """The optimizer's held-out kernels are evaluation data only: their campaign lives beside the archives it
+    was built from, never in the package's training folder, and holds exactly repaired reorderings."""
+    unseen = ds.load(ROOT / "benchmarks/results/perf_unseen_h100.npz")
+    trained = {k for c in ds.load_all() for k in c.kernels}
+    assert set(unseen.kernels) == {"flash_attn_fwd", "conv2d", "bf16_gemm", "fp8_blockscale_gemm"}
+    assert not set(unseen.kernels) & trained
+    assert set(unseen.provenance["dropped"]) >= {
+        "conv2d: other control codes",
+        "bf16_gemm: other control codes",
+    }
+    for k, name in enumerate(unseen.kernels):
+        oo = OriginalOrders(unseen.originals[k], "sm_90", unseen.functions[k] or None)
+        for i in random.Random(k).sample(list(np.flatnonzero(unseen.kernel == k)), 2):
+            text = unseen.text(i)
+            got = oo.canonical(Candidate(text, "test"))
+            assert got is not None and got.text == text, name
+
+
+def test_as_repaired_drops_a_schedule_whose_control_codes_were_edited(run18: list[ds.Measurement]) -> None:
+    from dataclasses import replace
+
+    from sass_lsp.schedule import control_moves
+
+    m = next(
+        m for m in run18 if OriginalOrders(m.original, "sm_90", m.function).canonical(Candidate(m.text, "t"))
+    )
+    oo = OriginalOrders(m.original, "sm_90", m.function)
+    reordered = replace(m, text=oo.canonical(Candidate(m.text, "t")).text, key="reordered")
+    move = next(c for c in control_moves.control_moves(reordered.text, "sm_90") if c.kind == "yield_on")
+    edited = replace(m, text=control_moves.apply(reordered.text, move), key="edited")
+    camp = ds.build("t", [reordered, edited], [RUN18], as_repaired=True)
+    assert list(camp.key) == ["reordered"]
+    assert camp.provenance["dropped"] == {"sgemm_tiled: other control codes": 1}
+    assert len(ds.build("t", [reordered, edited], [RUN18])) == 2  # without it, an order is all it keeps

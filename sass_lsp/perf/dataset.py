@@ -53,6 +53,23 @@ CAMPAIGNS: dict[str, tuple[str, str]] = {
     "policy_finetune_h200": ("policy_training_h200.tar.xz", "*measurements*.jsonl"),
     "reorder_run18_h200": ("reorder_measurements_h200_run18.jsonl.gz", "*"),
 }
+# Campaigns no checkpoint trains on: the compute-bound kernels held out for the optimizer (frozen split
+# ``benchmarks/kernels/split_compute_v1.toml``), measured by its searches on an H100. Built into
+# ``benchmarks/results`` (never the package's training folder) and read by ``perf_model_eval.py --unseen``;
+# only the rows whose text is exactly the repaired reordering of the original are kept (the searches also
+# measured control-code and structural edits, which an order does not describe).
+UNSEEN_CAMPAIGNS: dict[str, list[tuple[str, str]]] = {
+    "perf_unseen_h100": [
+        # flash_attn_fwd's later rows first: their original (CUDA 13.5's nvdisasm) is the one the campaign
+        # keeps; the first row's, written by an older nvdisasm, differs in its text
+        ("heldout_flash_baselines_h100.tar.xz", "reorder_measurements_*"),
+        ("heldout_flash_ablation_h100.tar.xz", "reorder_measurements_*"),
+        ("heldout_crossblock_h100.tar.xz", "reorder_measurements_*"),
+        ("heldout_conv2d_h100.tar.xz", "reorder_measurements_*"),
+        ("heldout_fp8_pipeline_h100.tar.xz", "reorder_measurements_*"),
+        ("heldout_rename_h100.tar.xz", "measurements_bf16.tar.xz"),  # an archive inside the archive
+    ],
+}
 # Logs whose run left no eval json; their method from docs (reorder_eval_history.md in the archive).
 KNOWN_METHODS = {
     "reorder_measurements_h200_run7.jsonl": "beam",
@@ -60,7 +77,7 @@ KNOWN_METHODS = {
     "reorder_measurements_h200_run18.jsonl.gz": "annealing",
     "policy_finetune_measurements_h200.jsonl": "policy_finetune",
 }
-RANDOM_METHODS = frozenset({"random", "random_moves"})  # random_moves: move_campaign.py's chains
+RANDOM_METHODS = frozenset({"random", "random_moves", "random_all"})  # move_campaign.py, reorder_eval.py chains
 
 
 @dataclass(frozen=True)
@@ -106,7 +123,8 @@ def _eval_name(log_name: str) -> str:
 
 def open_logs(source: Path, pattern: str = "*") -> Iterator[tuple[str, list[dict[str, Any]], dict | None]]:
     """(log name, its records, its run's eval json or None) of ``source``: a ``.tar.xz`` archive's members
-    matching ``pattern`` (read in place, in the archive's order), or one ``.jsonl``/``.jsonl.gz`` file."""
+    matching ``pattern`` (read in place, in the archive's order; a matching member that is itself a
+    ``.tar.xz`` gives all its logs), or one ``.jsonl``/``.jsonl.gz`` file."""
     if source.name.endswith(".tar.xz"):
         # Two sequential passes (an xz stream cannot seek back): the small eval jsons, then the logs.
         evals: dict[str, dict] = {}
@@ -117,14 +135,28 @@ def open_logs(source: Path, pattern: str = "*") -> Iterator[tuple[str, list[dict
         with tarfile.open(source, "r|xz") as tar:
             for m in tar:
                 base = Path(m.name).name
-                if not m.isfile() or not base.endswith((".jsonl", ".jsonl.gz")):
+                if not m.isfile() or not fnmatch.fnmatch(base, pattern):
                     continue
-                if fnmatch.fnmatch(base, pattern):
+                if base.endswith(".tar.xz"):
+                    yield from _inner_logs(tar.extractfile(m).read(), evals)  # type: ignore[union-attr]
+                elif base.endswith((".jsonl", ".jsonl.gz")):
                     records = list(_lines(tar.extractfile(m), base))  # type: ignore[arg-type]
                     yield base, records, evals.get(_eval_name(base))
     else:
         with open(source, "rb") as fh:
             yield source.name, list(_lines(fh, source.name)), None
+
+
+Log = tuple[str, list[dict[str, Any]], dict | None]  # (log name, its records, its run's eval json)
+
+
+def _inner_logs(data: bytes, evals: dict[str, dict]) -> Iterator[Log]:
+    """The logs of an archive held in memory; their eval jsons are the outer archive's (``evals``)."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:xz") as inner:
+        for m in inner:
+            base = Path(m.name).name
+            if m.isfile() and base.endswith((".jsonl", ".jsonl.gz")):
+                yield base, list(_lines(inner.extractfile(m), base)), evals.get(_eval_name(base))  # type: ignore[arg-type]
 
 
 def _segment_methods(records: list[dict], eval_json: dict | None, log: str) -> list[str]:
@@ -297,11 +329,21 @@ def _perm(orders: dict[int, tuple[int, ...]], blocks: Any) -> tuple[list[int], l
     return slots, nodes
 
 
-def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str = "sm_90") -> Campaign:
+def build(
+    name: str,
+    rows: Iterable[Measurement],
+    sources: list[Path],
+    arch: str = "sm_90",
+    *,
+    as_repaired: bool = False,
+) -> Campaign:
     """``rows`` as one campaign; a row whose text is no reordering of its original's blocks is dropped
-    (counted in the provenance)."""
+    (counted in the provenance). ``as_repaired``: so is a row whose text is not exactly the repaired
+    reordering (``OriginalOrders.canonical``), for logs whose searches also edited control codes and whose
+    rows do not say their kinds."""
     from sass_lsp.schedule.canonical import OriginalOrders, reachable
     from sass_lsp.schedule.deps import block_deps
+    from sass_lsp.schedule.search import Candidate
 
     kernels: dict[str, int] = {}
     deps: dict[tuple[str, int], Any] = {}
@@ -313,6 +355,7 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
     }
     ptr, slots, nodes = [0], [], []
     dropped: Counter = Counter()
+    verdicts: dict[tuple[str, str], bool] = {}
     for m in rows:
         if set(m.kinds) - {"reorder"}:  # its control codes or registers differ: the order alone loses that
             dropped[f"{m.kernel}: not a reordering"] += 1
@@ -329,6 +372,9 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
         orders = models[m.kernel].orders(m.text)
         if orders is None:
             dropped[f"{m.kernel}: not a reordering"] += 1
+            continue
+        if as_repaired and not _as_repaired(models[m.kernel], m, verdicts, Candidate):
+            dropped[f"{m.kernel}: other control codes"] += 1
             continue
         oo = models[m.kernel]
         for b in orders:
@@ -383,6 +429,15 @@ def build(name: str, rows: Iterable[Measurement], sources: list[Path], arch: str
         "included, same key); clocks: the SM clock its segment's confirmation read before timing",
     }
     return camp
+
+
+def _as_repaired(oo: Any, m: Measurement, verdicts: dict[tuple[str, str], bool], candidate: Any) -> bool:
+    """Whether ``m``'s text is exactly its order as the repair writes it (once per schedule key)."""
+    hit = verdicts.get((m.kernel, m.key))
+    if hit is None:
+        got = oo.canonical(candidate(m.text, "log"))
+        hit = verdicts[(m.kernel, m.key)] = got is not None and got.text == m.text
+    return hit
 
 
 def _sha256(path: Path) -> str:
@@ -481,24 +536,31 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--results", type=Path, default=RESULTS, help="the folder of the archives")
     b.add_argument("--out", type=Path, default=DATA_DIR)
     b.add_argument("--only", nargs="*", choices=sorted(CAMPAIGNS), help="build only these campaigns")
+    u = sub.add_parser("build-unseen", help="the evaluation-only campaigns (UNSEEN_CAMPAIGNS)")
+    u.add_argument("--results", type=Path, default=RESULTS, help="the folder of the archives")
+    u.add_argument("--out", type=Path, default=RESULTS)
     s = sub.add_parser("stats", help="counts per kernel and method")
     s.add_argument("files", type=Path, nargs="*")
     args = ap.parse_args(argv)
     if args.cmd == "stats":
         _stats([load(p) for p in args.files] if args.files else load_all())
         return 0
-    for name, (source, pattern) in CAMPAIGNS.items():
-        if args.only and name not in args.only:
-            continue
-        path = args.results / source
-        if not path.is_file():
+    if args.cmd == "build-unseen":
+        todo = {name: (parts, True) for name, parts in UNSEEN_CAMPAIGNS.items()}
+    else:
+        todo = {n: ([p], False) for n, p in CAMPAIGNS.items() if not args.only or n in args.only}
+    for name, (parts, as_repaired) in todo.items():
+        paths = [args.results / source for source, _ in parts]
+        missing = [p for p in paths if not p.is_file()]
+        if missing:
             print(
-                f"{path}: error: no such archive\n"
+                f"{missing[0]}: error: no such archive\n"
                 "hint: --results names the folder of the archives (the repository's benchmarks/results)",
                 file=sys.stderr,
             )
             return 2
-        camp = build(name, read_logs(path, pattern), [path])
+        rows = (m for path, (_, pattern) in zip(paths, parts, strict=True) for m in read_logs(path, pattern))
+        camp = build(name, rows, paths, as_repaired=as_repaired)
         out = args.out / f"{name}.npz"
         args.out.mkdir(parents=True, exist_ok=True)
         save(camp, out)

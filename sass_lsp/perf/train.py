@@ -89,6 +89,21 @@ def _cache_key(path: Path) -> str:
     return h.hexdigest()[:20]
 
 
+def campaign_table(camp: ds.Campaign, x: np.ndarray) -> Table:
+    """One campaign's rows with their features ``x`` (:func:`featurize`)."""
+    names = np.array(camp.kernels)
+    return Table(
+        x=x,
+        y=np.log(camp.speedup),
+        low=np.log(camp.low),
+        high=np.log(camp.high),
+        kernel=names[camp.kernel],
+        key=camp.key.astype(str),
+        method=np.array(camp.methods)[camp.method],
+        random=camp.random,
+    )
+
+
 def table(folder: Path = ds.DATA_DIR, cache: Path | None = DEFAULT_CACHE) -> Table:
     """Every campaign file of ``folder``, featurized (the features cached in ``cache``)."""
     parts = []
@@ -106,19 +121,7 @@ def table(folder: Path = ds.DATA_DIR, cache: Path | None = DEFAULT_CACHE) -> Tab
                 buf = io.BytesIO()
                 np.save(buf, x)
                 write_atomic(cached, buf.getvalue())
-        names = np.array(camp.kernels)
-        parts.append(
-            Table(
-                x=x,
-                y=np.log(camp.speedup),
-                low=np.log(camp.low),
-                high=np.log(camp.high),
-                kernel=names[camp.kernel],
-                key=camp.key.astype(str),
-                method=np.array(camp.methods)[camp.method],
-                random=camp.random,
-            )
-        )
+        parts.append(campaign_table(camp, x))
     if not parts:
         raise FileNotFoundError(f"{folder}: no campaign file (*.npz)")
     return Table(*(np.concatenate([getattr(p, f) for p in parts]) for f in Table.__dataclass_fields__))

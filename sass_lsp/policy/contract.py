@@ -18,3 +18,16 @@ def observation_contract() -> dict[str, Any]:
         "NUM_COLUMNS": list(ob.NUM_COLUMNS),
         "EDGES": [ob.EDGE_RAW, ob.EDGE_WAR, ob.EDGE_WAW, ob.EDGE_MEMORY, ob.EDGE_ORDER],
     }
+
+
+def move_contract(cand_kinds: int) -> list[str] | None:
+    """The move kinds a policy of the move game scores (``cand_kinds`` rows' kinds); None for a reorder
+    policy."""
+    return list(ob.CAND_KINDS) if cand_kinds else None
+
+
+def check_moves(config: dict[str, Any], path: object) -> None:
+    """ValueError when a checkpoint's move kinds are not the ones the move game offers now."""
+    kinds = int(config.get("arch", {}).get("cand_kinds", 0))
+    if kinds and (config.get("moves") != list(ob.CAND_KINDS) or kinds != len(ob.CAND_KINDS)):
+        raise ValueError(f"{path}: checkpoint was trained for other move kinds (observation.CAND_KINDS)")

@@ -31,13 +31,17 @@ def compact(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     mask = np.asarray(obs["cand_mask"], dtype=bool)
     real = np.flatnonzero(mask)
     nc = int(real[-1]) + 1 if real.size else 0
-    return {
+    out = {
         "tok": np.asarray(obs["tok"][:n], dtype=np.int16),
         "num": np.asarray(obs["num"][:n], dtype=np.float32),
         "adj": np.ascontiguousarray(obs["adj"][:n, :n], dtype=np.uint8),
         "cand": np.asarray(obs["cand"][:nc], dtype=np.int16),
         "cand_mask": mask[:nc].copy(),
     }
+    if "cand_kind" in obs:  # the move game's
+        out["cand_kind"] = np.asarray(obs["cand_kind"][:nc], dtype=np.int16)
+        out["cand_param"] = np.asarray(obs["cand_param"][:nc], dtype=np.float32)
+    return out
 
 
 def collate(items: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -54,6 +58,10 @@ def collate(items: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         "cand_mask": np.zeros((b, n_cand), dtype=bool),
         "n": np.array(lens, dtype=np.int64),
     }
+    moves = "cand_kind" in items[0]
+    if moves:
+        out["cand_kind"] = np.zeros((b, n_cand), dtype=np.int64)
+        out["cand_param"] = np.zeros((b, n_cand), dtype=np.float32)
     for k, it in enumerate(items):
         n, c = lens[k], len(it["cand"])
         out["tok"][k, :n] = it["tok"]
@@ -61,6 +69,9 @@ def collate(items: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         out["adj"][k, :n, :n] = it["adj"]
         out["cand"][k, :c] = it["cand"]
         out["cand_mask"][k, :c] = it["cand_mask"]
+        if moves:
+            out["cand_kind"][k, :c] = it["cand_kind"]
+            out["cand_param"][k, :c] = it["cand_param"]
     return out
 
 
@@ -103,12 +114,13 @@ class NumpyPolicy:
     def load(cls, path: str | Path) -> NumpyPolicy:
         """A checkpoint written by :func:`sass_lsp.policy.model.save_policy`; ``ValueError`` when it was
         trained against another observation contract."""
-        from sass_lsp.policy.contract import observation_contract
+        from sass_lsp.policy.contract import check_moves, observation_contract
 
         path = Path(path)
         config = json.loads((path / CONFIG).read_text())
         if config.get("observation") != observation_contract():
             raise ValueError(f"{path}: checkpoint trained for another observation contract (observation.py)")
+        check_moves(config, path)
         return cls(load_file(str(path / WEIGHTS)), config["arch"])
 
     def linear(self, name: str, x: np.ndarray) -> np.ndarray:
@@ -171,6 +183,9 @@ class NumpyPolicy:
             + self.linear("c_prod", h_i * h_j)
             + self.c_dist_rows[dist + self.max_dist]
         )
+        if "c_kind.weight" in self.w:  # a policy of every move kind (PolicyNet's cand_kinds)
+            z = z + self.w["c_kind.weight"][batch["cand_kind"]]
+            z = z + batch["cand_param"][..., None].astype(np.float32) * self.w["c_param.weight"][:, 0]
         scores = self.linear("c_out.3", gelu(self.linear("c_out.1", gelu(z))))[..., 0]  # [B, C]
         logits = np.full((b, ob.C_MAX + 1), -np.inf, dtype=np.float32)
         n_cand = min(scores.shape[1], ob.C_MAX)

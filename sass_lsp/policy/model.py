@@ -33,7 +33,7 @@ from safetensors.torch import save as st_save
 from torch import nn
 
 from sass_lsp.files import write_atomic
-from sass_lsp.policy.contract import observation_contract
+from sass_lsp.policy.contract import check_moves, move_contract, observation_contract
 from sass_lsp.policy.infer import collate as collate_numpy
 from sass_lsp.policy.infer import compact
 from sass_lsp.schedule import observation as ob
@@ -53,6 +53,7 @@ class PolicyConfig:
     max_dist: int = 64  # signed move distances and attention distances are clamped to [-max_dist, max_dist]
     token_vocab: tuple[int, ...] = field(default_factory=lambda: tuple(ob.TOKEN_VOCAB))
     n_num: int = ob.N_NUM
+    cand_kinds: int = 0  # > 0: a policy of the move game, its rows' kinds (observation.CAND_KINDS) embedded
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -127,6 +128,9 @@ class PolicyNet(nn.Module):
         self.c_dst = nn.Linear(d, hid, bias=False)
         self.c_prod = nn.Linear(d, hid, bias=False)
         self.c_dist = nn.Linear(d, hid, bias=False)
+        if cfg.cand_kinds:  # the move game's rows: what kind of move, and a stall move's change
+            self.c_kind = nn.Embedding(cfg.cand_kinds, hid)
+            self.c_param = nn.Linear(1, hid, bias=False)
         self.c_out = nn.Sequential(nn.GELU(), nn.Linear(hid, hid), nn.GELU(), nn.Linear(hid, 1))
         self.stop_head = nn.Sequential(nn.Linear(d, hid), nn.GELU(), nn.Linear(hid, 1))
         self.value_head = nn.Sequential(nn.Linear(d, hid), nn.GELU(), nn.Linear(hid, 1))
@@ -199,6 +203,12 @@ class PolicyNet(nn.Module):
             + self.c_prod(h_i * h_j)
             + self.c_dist(self.move_dist.weight)[dist]
         )
+        if self.cfg.cand_kinds:
+            z = (
+                z
+                + self.c_kind(batch["cand_kind"].long())
+                + self.c_param(batch["cand_param"].float()[..., None])
+            )
         scores = self.c_out(z).squeeze(-1)  # [B, C]
         logits = torch.full((b, ob.C_MAX + 1), float("-inf"), dtype=h.dtype, device=h.device)
         n_cand = min(scores.shape[1], ob.C_MAX)
@@ -238,6 +248,7 @@ def save_policy(net: PolicyNet, path: str | Path, meta: dict[str, Any] | None = 
         "format": "sass-lsp-reorder-policy/1",
         "arch": asdict(net.cfg),
         "observation": observation_contract(),
+        "moves": move_contract(net.cfg.cand_kinds),
         "n_params": n_params(net),
         "meta": meta or {},
     }
@@ -258,6 +269,7 @@ def load_policy(path: str | Path) -> PolicyNet:
     config = load_config(path)
     if config.get("observation") != observation_contract():
         raise ValueError(f"{path}: checkpoint was trained for another observation contract (observation.py)")
+    check_moves(config, path)
     arch = dict(config["arch"])
     arch["token_vocab"] = tuple(arch["token_vocab"])
     net = PolicyNet(PolicyConfig(**arch))

@@ -17,6 +17,11 @@ One observation is a dict of numpy arrays (a ``gymnasium.spaces.Dict``):
 
 Action: an integer in ``[0, C_MAX]``: a candidate row, or ``STOP`` (= C_MAX) to end the episode.
 Moving the instruction at position i to position j shifts the ones in between by one, as a text edit would.
+
+The move game (:mod:`sass_lsp.schedule.move_game`) adds two arrays, for its moves of every kind:
+
+``cand_kind``  int64 [C_MAX]    each row's move kind, an index of CAND_KINDS (0 = a reorder, and padding)
+``cand_param`` float32 [C_MAX]  a stall move's change in cycles / 15; 0 for the other kinds
 """
 
 from __future__ import annotations
@@ -59,6 +64,24 @@ NUM_COLUMNS = (
     "n_succs_div8",  # in-window instructions that must stay after it / 8
 )
 N_NUM = len(NUM_COLUMNS)
+
+# Move kinds of the move game's rows: the reorder game's move, then each kind of the control-code, rename,
+# cross-block and pipeline moves (their modules' KINDS, in that order).
+CAND_KINDS = (
+    "reorder",
+    "yield_on",
+    "yield_off",
+    "reuse_clear",
+    "reuse_set",
+    "stall",
+    "scoreboard",
+    "yield_interleave",
+    "false_dep",
+    "bank",
+    "hoist",
+    "sink",
+    "load",
+)
 
 # Dependence edge kinds (bits of ``adj``).
 EDGE_RAW = 1  # register / predicate / uniform register read after write
