@@ -27,8 +27,9 @@ that kind alone: annealing on GPU time), ``optimize_default`` (``optimize``'s de
 then control codes), ``pipeline_all`` (``optimize --moves pipeline,reorder,control``: one walk of pipeline
 moves and reorders of the texts they made, then control codes) and ``all_kinds`` (``optimize --moves`` of
 every kind: one walk of renames, cross-block and pipeline moves and reorders of the texts they made, then
-control codes). ``policy_surrogate_mix_prior`` is the
-reorder search alone.
+control codes). ``policy_moves`` is ``optimize --search policy_moves``: one walk over every kind, each
+move drawn from the move game's policy (``--moves-policy``) or, half of them, uniformly.
+``policy_surrogate_mix_prior`` is the reorder search alone.
 
     python benchmarks/reorder_eval.py --policy sass_lsp/policy/models/reorder-v2 --budget 20 --json OUT.json
 
@@ -63,7 +64,7 @@ from sass_lsp.gpu import GpuRunner, load_spec, spec_from_json
 from sass_lsp.gpu.bench import BenchResult, bench_to_dict
 from sass_lsp.gpu.corpus import corpus_dir
 from sass_lsp.gpu.optimize import Search
-from sass_lsp.policy.checkpoint import bundled_policy
+from sass_lsp.policy.checkpoint import bundled_moves_policy, bundled_policy
 from sass_lsp.schedule.search import (
     Candidate,
     annealing,
@@ -102,7 +103,9 @@ CHOICES = {
     "optimize_default": app.SearchChoice(),
     "all_kinds": app.SearchChoice(moves=app.MOVE_KINDS),
 }
-METHODS = ("random", "random_all", "greedy", "annealing", *POLICY_METHODS, "surrogate", *CHOICES)
+METHODS = (
+    "random", "random_all", "greedy", "annealing", *POLICY_METHODS, "surrogate", *CHOICES, "policy_moves",
+)  # fmt: skip
 
 
 def load_kernels(names: list[str], work: Path) -> list[tuple[str, str, bytes, object]]:
@@ -171,6 +174,8 @@ def run_method(
         return surrogate_annealing(text, arch, kernel, seed=seed)
     if method in CHOICES:
         return dataclasses.replace(CHOICES[method], seed=seed)
+    if method == "policy_moves":  # the move game's policy (--moves-policy) over every kind, one walk
+        return app.SearchChoice("policy_moves", seed, moves=app.MOVE_KINDS)
     if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
         name = "policy_surrogate" if method in SURROGATE_ROWS else method
         share, features = SURROGATE_ROWS.get(method, (0.0, "displacement"))
@@ -197,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--policy", type=Path, default=bundled_policy())
+    ap.add_argument(
+        "--moves-policy", type=Path, default=bundled_moves_policy(), help="policy_moves draws from it"
+    )
     ap.add_argument(
         "--budget", type=float, default=20.0, help="GPU seconds per kernel and method (screening)"
     )
@@ -238,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
     net = app.load_policy(args.policy, torch_net=True) if set(POLICY_METHODS) & set(args.methods) else None
+    moves_net = app.load_policy(args.moves_policy, torch_net=True) if "policy_moves" in args.methods else None
     rows = []
     t_start = time.time()
     with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:
@@ -260,7 +269,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 # screening, then the best confirmed
                 result = app.optimize_kernel(
-                    original, runner, args.budget, search=search, net=net, measure=measure, deadline=deadline
+                    original,
+                    runner,
+                    args.budget,
+                    search=search,
+                    net=moves_net if method == "policy_moves" else net,
+                    measure=measure,
+                    deadline=deadline,
                 ).result
                 log, best, confirmation = result.log, result.best, result.confirmation
                 conf = bench_to_dict(confirmation) if confirmation else None

@@ -5,6 +5,7 @@ policy, search and GPU packages do the work). torch is imported only when one of
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -189,7 +190,7 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
             share,
             args.min_gain,
             not args.no_model_prior,
-            args.moves,
+            args.moves or (app.MOVE_KINDS if args.search == "policy_moves" else app.DEFAULT_MOVES),
         )
         for cuasm, launch in zip(args.cuasm, launches, strict=True)
     ]
@@ -200,6 +201,13 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
                 f"  hint: name another stem, e.g. --out {job.cuasm.with_suffix('')}.optimized"
             )
     return jobs
+
+
+def _search_policy(search: str) -> Path | None:
+    """The checkpoint a search draws from when --policy names none (None: the default reorder policy)."""
+    from sass_lsp.policy.checkpoint import bundled_moves_policy
+
+    return bundled_moves_policy() if search == "policy_moves" else None
 
 
 def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (search.Trial -> None)
@@ -231,7 +239,7 @@ def optimize_one(job: OptimizeJob, on_trial=None) -> dict:  # noqa: ANN001 (sear
             runner,
             job.budget,
             search=choice,
-            net=load_net(job.policy, torch_net=True),
+            net=load_net(job.policy or _search_policy(job.search), torch_net=True),
             min_gain=job.min_gain,
             deadline=deadline,
             on_trial=on_trial,
@@ -398,7 +406,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from sass_lsp.policy.ppo import PPOConfig
-    from sass_lsp.policy.train import PERF_REWARD, REWARD, game_from_text, perf_game_from_text, train
+    from sass_lsp.policy.train import (
+        MOVE_REWARD,
+        PERF_REWARD,
+        REWARD,
+        game_from_text,
+        move_game_from_text,
+        perf_game_from_text,
+        train,
+    )
+
+    if args.game == "moves" and args.reward == "model":
+        raise CliError("--reward model rates reorders only", "train the move game with --reward cost")
 
     extra = compile_training_kernels(args.generated.parent.parent / "policy")
     kernels = training_set(args.corpus or corpus_dir(), args.generated, extra)
@@ -417,6 +436,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.imitate_epochs:
             halfway = None if deadline is None else time.monotonic() + (deadline - time.monotonic()) / 2
             net, warm = _imitate(kernels, args, halfway)
+        if args.game == "moves":
+            game = {"factory": move_game_from_text, "reward": MOVE_REWARD, "net_config": _moves_net_config()}
+        elif args.reward == "model":
+            perf_game = functools.partial(perf_game_from_text, perf=load_perf())
+            game = {"factory": perf_game, "reward": PERF_REWARD}
+        else:
+            game = {"factory": game_from_text, "reward": REWARD}
         ppo = PPOConfig(
             n_steps=args.n_steps,
             n_minibatches=args.minibatches,
@@ -437,11 +463,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             init_net=net,
             warm_start=warm,
             deadline=deadline,
-            **(
-                {"factory": functools.partial(perf_game_from_text, perf=load_perf()), "reward": PERF_REWARD}
-                if args.reward == "model"
-                else {"factory": game_from_text, "reward": REWARD}
-            ),
+            **game,
         )
     took = time.monotonic() - t0
     print(f"wrote {card['checkpoint']} ({card['checkpoint_mb']} MB) and {card['model_card']} in {took:.0f} s")
@@ -517,16 +539,19 @@ def _imitate(kernels: list, args: argparse.Namespace, deadline: float | None = N
 
     import torch
 
-    from sass_lsp.policy.imitate import collect, fit, summary
+    from sass_lsp.policy.imitate import MOVE_TEACHER, Teacher, collect, fit, summary
     from sass_lsp.policy.model import PolicyNet
+    from sass_lsp.policy.train import move_game_from_text
 
     t0 = time.time()
-    samples = collect(kernels, workers=args.envs, seed=args.seed, deadline=deadline)
+    moves = args.game == "moves"
+    teacher = dataclasses.replace(MOVE_TEACHER, factory=move_game_from_text) if moves else Teacher()
+    samples = collect(kernels, workers=args.envs, seed=args.seed, deadline=deadline, teacher=teacher)
     t_collect = time.time() - t0
     if not samples:  # the time limit left no time for the teacher: PPO starts from scratch
         return None, {"states": 0, "collect_s": round(t_collect, 1), "epochs": []}
     torch.manual_seed(args.seed)
-    net = PolicyNet()
+    net = PolicyNet(_moves_net_config() if moves else None)
     history = fit(
         net,
         samples,
@@ -541,8 +566,17 @@ def _imitate(kernels: list, args: argparse.Namespace, deadline: float | None = N
         "collect_s": round(t_collect, 1),
         "epochs": history,
         "teacher": "one-step lookahead on the static cost model, softmax(gain / 0.002), STOP = 0",
+        "teacher_settings": {k: v for k, v in dataclasses.asdict(teacher).items() if k != "factory"},
     }
     return net, warm
+
+
+def _moves_net_config():  # noqa: ANN202 (PolicyConfig; torch is imported lazily)
+    """The reorder policy's network with the move game's row kinds embedded."""
+    from sass_lsp.policy.model import PolicyConfig
+    from sass_lsp.schedule.observation import CAND_KINDS
+
+    return PolicyConfig(cand_kinds=len(CAND_KINDS))
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -636,24 +670,26 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the search's random choices")
     p.add_argument(
         "--search",
-        choices=("beam", "policy_annealing", "policy_surrogate"),
+        choices=("beam", "policy_annealing", "policy_surrogate", "policy_moves"),
         default="policy_surrogate",
         help="beam: the policy expands the schedules measured surest faster; policy_annealing: annealing on "
         "GPU time, each move drawn from the policy; policy_surrogate: that walk measuring the move, of 16 "
         "drawn (by the policy, and a share uniformly: --uniform-share), that a model fitted to the "
-        "measurements so far predicts fastest",
+        "measurements so far predicts fastest; policy_moves: annealing on GPU time over every kind --moves "
+        "names in one walk (renames, cross-block and pipeline moves, then reorders, then control codes), "
+        "each move drawn from the move game's policy (bundled moves-v1) or, a share of them, uniformly",
     )
     p.add_argument(
         "--uniform-share",
         type=float,
         metavar="SHARE",
-        help="policy_surrogate only: the share (0 to 1) of the 16 moves drawn uniformly instead of from the "
-        "policy; more explores moves the policy ranks low (default: 0.5)",
+        help="policy_surrogate and policy_moves: the share (0 to 1) of moves drawn uniformly instead of from "
+        "the policy; more explores moves the policy ranks low (default: 0.5)",
     )
     p.add_argument(
         "--moves",
         type=_move_kinds,
-        default=app.DEFAULT_MOVES,
+        default=None,
         metavar="KINDS",
         help="what the search may change, comma-separated: reorder (instruction order, by --search), control "
         "(yield, reuse, stall and scoreboard fields, by annealing on GPU time), rename (a live range "
@@ -665,7 +701,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "search takes half the budget and the control-code walk the rest, from the best reordering found; "
         "with rename, cross-block or pipeline, one annealing walk makes those moves and (with reorder) "
         "uniform reorder moves of the text they made instead of --search, then the control-code walk as "
-        "before (default: reorder,control)",
+        "before (default: reorder,control; every kind with --search policy_moves)",
     )
     p.add_argument(
         "--no-model-prior",
@@ -692,6 +728,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="what PPO's reward measures: the static cost model's cycles of the hot region (the bundled "
         "policy's), or the time the learned performance model predicts; the imitation warm start follows "
         "the cost model either way",
+    )
+    p.add_argument(
+        "--game",
+        choices=("reorder", "moves"),
+        default="reorder",
+        help="what the policy plays: the reorder game (the bundled reorder-v2), or the move game, every kind "
+        "optimize --moves makes (reorders, control codes, renames, cross-block and pipeline moves: moves-v1)",
     )
     p.add_argument(
         "--envs",

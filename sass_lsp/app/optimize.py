@@ -88,10 +88,21 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
     moves (yield, reuse, stalls: :mod:`sass_lsp.schedule.control_moves`), or the first for half the budget
     and the second from the schedule it measured surest faster (imports torch). With ``rename`` or
     ``cross-block`` the first is :func:`structural_search` instead (those moves, and uniform reorder moves
-    of the text they made with ``reorder``)."""
+    of the text they made with ``reorder``). The search ``policy_moves`` is one walk over every kind
+    ``choice.moves`` names, each move drawn from ``net``, a policy of the move game."""
     unknown = set(choice.moves) - set(MOVE_KINDS)
     if unknown or not choice.moves:
         raise ValueError(f"moves must be some of {', '.join(MOVE_KINDS)}, not {', '.join(choice.moves)}")
+    if choice.name == "policy_moves":  # one walk over every kind named, each move from the move game's policy
+        from sass_lsp.policy.candidates import move_policy_walk
+
+        threads = math.prod(original.spec.block)
+        kinds = tuple(k for k in MOVE_KINDS if k in choice.moves)
+        share = choice.resolved_share()
+        return move_policy_walk(
+            original.text, original.arch, net=net, kernel=original.spec.kernel, kinds=kinds,
+            threads=threads, seed=choice.seed, uniform_share=share,
+        )  # fmt: skip
     structural = tuple(k for k in STRUCTURAL if k in choice.moves)
     if structural:
         first = structural_search(original, choice.seed, structural, reorder="reorder" in choice.moves)

@@ -77,7 +77,8 @@ KNOWN_METHODS = {
     "reorder_measurements_h200_run18.jsonl.gz": "annealing",
     "policy_finetune_measurements_h200.jsonl": "policy_finetune",
 }
-RANDOM_METHODS = frozenset({"random", "random_moves", "random_all"})  # move_campaign.py, reorder_eval.py chains
+# independent random draws: reorder_eval.py's random moves and random_all chains, move_campaign.py's chains
+RANDOM_METHODS = frozenset({"random", "random_moves", "random_all"})
 
 
 @dataclass(frozen=True)

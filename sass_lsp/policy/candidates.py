@@ -177,7 +177,7 @@ def move_weights(net: PolicyNet, game: ReorderGame, temperature: float) -> list[
 
 
 # ``optimize --search``; the evaluation's policy-guided methods
-SEARCHES = ("beam", "policy_annealing", "policy_surrogate")
+SEARCHES = ("beam", "policy_annealing", "policy_surrogate", "policy_moves")
 # of the three, the one with the highest geometric mean over the six held-out kernels on the GPU
 # (docs/evaluation.md)
 DEFAULT_SEARCH = "policy_surrogate"
@@ -185,6 +185,7 @@ DEFAULT_SEARCH = "policy_surrogate"
 # scored a higher geometric mean over the held-out kernels than the policy's draws alone, through
 # triton_matmul; it was behind on rmsnorm_f32_4096 (docs/evaluation.md)
 DEFAULT_UNIFORM_SHARE = 0.5
+DRAWING = ("policy_surrogate", "policy_moves")  # the searches that draw a share of their moves uniformly
 
 
 def resolve_uniform_share(name: str, share: float | None) -> float:
@@ -192,13 +193,13 @@ def resolve_uniform_share(name: str, share: float | None) -> float:
     (:data:`DEFAULT_UNIFORM_SHARE` for ``policy_surrogate``, 0 for the searches that draw no moves).
     ValueError for a share the search cannot use: only ``policy_surrogate`` draws, and a share is 0..1."""
     if share is None:
-        return DEFAULT_UNIFORM_SHARE if name == "policy_surrogate" else 0.0
+        return DEFAULT_UNIFORM_SHARE if name in DRAWING else 0.0
     if not 0.0 <= share <= 1.0:
         raise ValueError(
             f"uniform share {share:g} is not a share (0: the policy's draws only, 1: all uniform)"
         )
-    if share and name != "policy_surrogate":
-        raise ValueError(f"a uniform share applies to the policy_surrogate search, not {name}")
+    if share and name not in DRAWING:
+        raise ValueError(f"a uniform share applies to the {' and '.join(DRAWING)} searches, not {name}")
     return share
 
 
@@ -246,4 +247,66 @@ def policy_search(
         return surrogate_annealing(
             original, arch, kernel, draw=draw, seed=seed, source="policy", features=features, prior=prior
         )
+    if name == "policy_moves":
+        share = uniform_share
+        return move_policy_walk(original, arch, net=net, kernel=kernel, seed=seed, uniform_share=share)
     raise ValueError(f"unknown search {name!r} (one of {', '.join(SEARCHES)})")
+
+
+STATES_KEPT = 64  # move-game states of the walk's last proposals (a text is large; only recent ones recur)
+
+
+def move_policy_walk(
+    original: str,
+    arch: str,
+    *,
+    net: PolicyNet,
+    kernel: str | None = None,
+    kinds: tuple[str, ...] | None = None,
+    threads: int | None = None,
+    seed: int = 0,
+    uniform_share: float = DEFAULT_UNIFORM_SHARE,
+) -> Callable[..., SearchLog]:
+    """Annealing on GPU time over every move kind (``kinds``, None: all of the move game's), each step one
+    move of the move game (:mod:`sass_lsp.schedule.move_game`) at the walk's current schedule: drawn from
+    ``net``, a policy of the move game, or (``uniform_share`` of the steps) uniformly, a kind first and then
+    one of its moves. A candidate's source names the kinds it holds in the order made ("reorder+control")."""
+    from sass_lsp.schedule.move_game import MOVE_ERRORS, MOVE_KINDS, MoveGame
+    from sass_lsp.schedule.search import schedule_key
+
+    if not net.cfg.cand_kinds:
+        raise ValueError("policy_moves needs a policy of the move game (sass-lsp train --game moves)")
+    game = MoveGame(original, arch, kernel, kinds=kinds or MOVE_KINDS, threads_per_block=threads)
+    start = game.snapshot()
+    states: dict[str, Any] = {}
+    net.eval()
+
+    def draw(rows: list, rng: random.Random) -> int:
+        if rng.random() < uniform_share:
+            kind = rng.choice(sorted({r.kind for r in rows}))
+            return rng.choice([i for i, r in enumerate(rows) if r.kind == kind])
+        weights = move_weights(net, game, 1.0)
+        return rng.choices(range(len(weights)), weights=weights)[0]
+
+    def propose(text: str, rng: random.Random) -> Candidate | None:
+        state = start if text == original else states.get(schedule_key(text))
+        if state is None:
+            return None
+        for _ in range(16):  # a move its own check refuses on this text is drawn again
+            game.restore(state)
+            rows = game.candidates()
+            if not rows:
+                return None
+            try:
+                after = game.after(draw(rows, rng))
+            except MOVE_ERRORS:
+                continue
+            key = schedule_key(after.text)
+            states.pop(key, None)
+            states[key] = after
+            while len(states) > STATES_KEPT:
+                states.pop(next(iter(states)))
+            return Candidate(after.text, "+".join(dict.fromkeys(after.kinds)), after.moves)
+        return None
+
+    return partial(annealing, propose, original, rng=random.Random(seed))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 POLICY_ENV = "SASS_LSP_POLICY"
 BUNDLED = "reorder-v2"
+BUNDLED_MOVES = "moves-v1"  # the move game's policy, which ``optimize --search policy_moves`` draws from
 POLICY_HINT = "install the policy extra: pip install 'sass-lsp[policy]'"
 POLICY_MODULES = ("torch", "gymnasium", "safetensors", "threadpoolctl")
 """What the ``[policy]`` extra installs: the policy's imports beyond the base install."""
@@ -24,6 +25,11 @@ SERVING_MODULES = ("gymnasium", "safetensors", "threadpoolctl")
 def bundled_policy() -> Path:
     """The checkpoint shipped with the package."""
     return Path(str(resources.files("sass_lsp.policy") / "models" / BUNDLED))
+
+
+def bundled_moves_policy() -> Path:
+    """The move game's checkpoint shipped with the package."""
+    return Path(str(resources.files("sass_lsp.policy") / "models" / BUNDLED_MOVES))
 
 
 def default_policy_path() -> Path:

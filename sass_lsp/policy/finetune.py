@@ -1,7 +1,8 @@
 """Fine-tuning the reorder policy on measured GPU time (issue #6's second reward).
 
-REINFORCE with a running per-kernel baseline, one loop in one file. An episode plays the game from a
-training kernel's original schedule with moves sampled from the policy (up to ``max_moves``, or STOP). Its
+REINFORCE with a running per-kernel baseline, one loop in one file. An episode plays the game (the reorder
+game, or the move game for a policy of it: ``PolicyConfig.cand_kinds``) from a training kernel's original
+schedule with moves sampled from the policy (up to ``max_moves``, or STOP). Its
 return is the log of the measured speedup of the final schedule over the original, from ``measure`` (on
 the GPU: :class:`sass_lsp.gpu.measure.GpuMeasure`, which verifies outputs bit for bit on two seeds before
 it times both interleaved); a schedule that is rejected returns ``reject_return``. An episode that leaves
@@ -115,16 +116,11 @@ def finetune(
     log: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Fine-tune ``net`` in place on ``kernels``' measured speedups; a summary with the history."""
-    from sass_lsp.schedule.game import ReorderGame
-
     if not kernels:
         raise ValueError("no kernel to fine-tune on")
     torch.manual_seed(cfg.seed)
     net.to(cfg.device)
-    games = {
-        k.name: ReorderGame.from_text(k.text, k.arch, kernel=k.kernel, max_steps=cfg.max_moves)
-        for k in kernels
-    }
+    games = {k.name: _game(net, k, cfg.max_moves) for k in kernels}
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
     baseline = dict.fromkeys(games, 0.0)
@@ -146,7 +142,7 @@ def finetune(
         game = games[k.name]
         observations, actions = rollout(net, game, gen)
         speedup, verdict, ret = None, "unchanged", 0.0
-        candidate = game_candidate(game, k.text, "finetune").text if game.moves else k.text
+        candidate = _final_text(game, k.text)
         idle = 0 if candidate != k.text else idle + 1
         if candidate != k.text:  # moves that undo each other leave the original: nothing to measure
             m = k.measure(candidate)
@@ -184,3 +180,23 @@ def finetune(
         "best_speedup": max((e.speedup for e in timed), default=None),
         "history": history,
     }
+
+
+def _game(net: PolicyNet, k: FinetuneKernel, max_moves: int) -> Any:  # noqa: ANN401
+    """The game ``net`` plays: the move game for a policy of it, else the reorder game."""
+    if net.cfg.cand_kinds:
+        from sass_lsp.schedule.move_game import MoveGame
+
+        return MoveGame(k.text, k.arch, k.kernel, max_steps=max_moves)
+    from sass_lsp.schedule.game import ReorderGame
+
+    return ReorderGame.from_text(k.text, k.arch, kernel=k.kernel, max_steps=max_moves)
+
+
+def _final_text(game: Any, original: str) -> str:  # noqa: ANN401
+    """The text an episode ended with."""
+    from sass_lsp.schedule.move_game import MoveGame
+
+    if isinstance(game, MoveGame):
+        return game.text
+    return game_candidate(game, original, "finetune").text if game.moves else original

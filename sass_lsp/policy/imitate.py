@@ -15,6 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,22 +40,31 @@ def teacher_targets(gains: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np
     return all_rows.astype(np.int64), (p / p.sum()).astype(np.float32)
 
 
-def teacher_states(
-    kernel: KernelText,
-    *,
-    scrambles: Sequence[int] = (0, 4, 12),
-    steps: int = 8,
-    per_state: int = 384,
-    seed: int = 0,
-) -> list[Sample]:
+@dataclass(frozen=True)
+class Teacher:
+    """How the teacher plays: from which starts, how far, how many moves it costs per state, on what game
+    (``factory(text, arch, kernel=..., max_steps=...)``; None: the reorder game)."""
+
+    scrambles: Sequence[int] = (0, 4, 12)
+    steps: int = 8
+    per_state: int = 384
+    factory: Callable[..., Any] | None = None
+
+
+MOVE_TEACHER = Teacher(scrambles=(0, 4), steps=6, per_state=48)  # a move of another kind costs a game build
+
+
+def teacher_states(kernel: KernelText, *, teacher: Teacher = Teacher(), seed: int = 0) -> list[Sample]:
     """Labelled states of one kernel: the teacher's greedy trajectory from each starting order."""
     from sass_lsp.schedule.game import ReorderGame
 
     _name, arch, text, kname = kernel
-    game = ReorderGame.from_text(text, arch, kernel=kname, max_steps=steps)
+    steps, per_state = teacher.steps, teacher.per_state
+    factory = teacher.factory or ReorderGame.from_text
+    game = factory(text, arch, kernel=kname, max_steps=steps)
     rng = np.random.default_rng(seed)
     out: list[Sample] = []
-    for scramble in scrambles:
+    for scramble in teacher.scrambles:
         obs, _ = game.reset(seed=int(rng.integers(2**31)), options={"scramble": scramble})
         for _ in range(steps):
             n = len(game.candidates())
@@ -74,20 +84,25 @@ def teacher_states(
     return out
 
 
-def _states_job(args: tuple[KernelText, int]) -> list[Sample]:
-    kernel, seed = args
+def _states_job(args: tuple[KernelText, int, Teacher]) -> list[Sample]:
+    kernel, seed, teacher = args
     try:
-        return teacher_states(kernel, seed=seed)
+        return teacher_states(kernel, teacher=teacher, seed=seed)
     except Exception:  # noqa: BLE001 - a kernel the teacher cannot play is skipped, as in training
         return []
 
 
 def collect(
-    kernels: Sequence[KernelText], *, workers: int, seed: int = 0, deadline: float | None = None
+    kernels: Sequence[KernelText],
+    *,
+    workers: int,
+    seed: int = 0,
+    deadline: float | None = None,
+    teacher: Teacher = Teacher(),
 ) -> list[Sample]:
     """The teacher's states of every kernel; given a ``deadline`` (``time.monotonic``), those of the kernels
     finished by then (the pool's unfinished jobs are dropped)."""
-    jobs = [(k, seed + i) for i, k in enumerate(kernels)]
+    jobs = [(k, seed + i, teacher) for i, k in enumerate(kernels)]
     out: list[Sample] = []
     if deadline is not None and time.monotonic() >= deadline:
         return out

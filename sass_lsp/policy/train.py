@@ -44,6 +44,11 @@ REWARD = (
     "static cost model (sass_lsp.schedule.cost) over the hot region; an episode's return is the fraction of "
     "predicted cycles saved. Predicted, not measured GPU time."
 )
+MOVE_REWARD = (
+    "per move of any kind (reorder, control code, rename, cross-block, pipeline): (predicted cycles before "
+    "the move - after) / predicted cycles of the ptxas original, from the static cost model over the hot "
+    "region of the edited text. Predicted, not measured GPU time."
+)
 PERF_REWARD = (
     "per move: (predicted time before the move - after) / predicted time of the ptxas original, from the "
     "learned performance model (sass_lsp.perf, perf-v1); an episode's return is the share of time the model "
@@ -74,6 +79,14 @@ def game_from_text(text: str, arch: str, *, kernel: str | None = None, **kw: Any
     from sass_lsp.schedule.game import ReorderGame
 
     return ReorderGame.from_text(text, arch, kernel=kernel, **kw)
+
+
+def move_game_from_text(text: str, arch: str, *, kernel: str | None = None, **kw: Any) -> gym.Env:
+    """The move game (every move kind, :mod:`sass_lsp.schedule.move_game`), rewarded by the static cost
+    model as the reorder game is."""
+    from sass_lsp.schedule.move_game import MoveGame
+
+    return MoveGame(text, arch, kernel, **kw)
 
 
 def perf_game_from_text(

@@ -6,7 +6,8 @@ makes: at each state the policy picks one of the reorder game's moves, a control
 API (``MoveGame``, a gymnasium env like ``ReorderGame``):
 - ``MoveGame(text, arch, kernel=None, *, kinds=MOVE_KINDS, max_steps=16, threads_per_block=None)``;
 - ``reset(seed=None, options=None)`` (``options={"scramble": n}``: start ``n`` random moves away),
-  ``step(action)``, ``candidates()``, ``peek(row)``, ``snapshot()`` / ``restore(snap)``;
+  ``step(action)``, ``candidates()``, ``peek(row)``, ``after(row)`` (the state a row leads to),
+  ``snapshot()`` / ``restore(state)``;
 - ``text``: the current kernel text; ``kinds_made`` / ``moves``: the move kinds and descriptions so far;
   ``cost``, ``cost_original``.
 
@@ -43,14 +44,13 @@ from sass_lsp.schedule.game import ReorderGame, Snapshot, _Env, gym
 from sass_lsp.schedule.repair import RepairError
 from sass_lsp.schedule.search import game_candidate
 
-MOVE_KINDS = ("rename", "cross-block", "pipeline", "reorder", "control")  # as ``optimize --moves`` names them
-PHASES = (("rename", "cross-block", "pipeline"), ("reorder",), ("control",))
+PHASES = (("rename", "cross-block", "pipeline"), ("reorder",), ("control",))  # ``optimize --moves``'s names
+MOVE_KINDS = tuple(kind for phase in PHASES for kind in phase)
 PER_KIND = 256
 GAMES_KEPT = 16  # reorder games (and move lists) of the last texts visited: peeks revisit them
-_ERRORS = (
-    ValueError,  # every move kind's error is one (ControlMoveError, RenameMoveError, ...), RepairError too
-    RepairError,
-)
+# what a move that cannot be made on a text raises: every kind's error is a ValueError (ControlMoveError,
+# RenameMoveError, ..., RepairError)
+MOVE_ERRORS = (ValueError, RepairError)
 
 
 def phase_of(kind: str) -> int:
@@ -213,7 +213,7 @@ class MoveGame(_Env):
     # ------------------------------------------------------------------------------------ making moves
 
     def _made(self, state: MoveState, row: _Row) -> MoveState:
-        """The state after ``row``'s move (raises one of ``_ERRORS`` for a move that cannot be made)."""
+        """The state after ``row``'s move (raises one of ``MOVE_ERRORS`` for a move that cannot be made)."""
         kind = ob.CAND_KINDS[row.kind]
         if kind == "reorder":
             game = self._reorder_game(state)
@@ -230,18 +230,23 @@ class MoveGame(_Env):
             text = _MODULES[kind].apply(state.text, move, self.arch)
         else:
             text = _MODULES[kind].apply(state.text, move)
-        optimize_kind = _OPTIMIZE_KIND[kind]
+        optimize_kind = OPTIMIZE_KIND[kind]
         _, start = self._game(text)
         return MoveState(
             text, text, phase_of(optimize_kind), None, start.cost, state.steps + 1,
             (*state.kinds, optimize_kind), (*state.moves, move.description or str(move)), False,
         )  # fmt: skip
 
+    def after(self, row: int) -> MoveState:
+        """The state candidate ``row`` leads to (raises one of ``MOVE_ERRORS`` where it cannot be made); this
+        game's state does not change: ``restore`` it to go there."""
+        return self._made(self._state, self.candidates()[row])
+
     def peek(self, row: int) -> float:
         """The cost candidate ``row`` would give (the current cost where it cannot be made)."""
         try:
-            return self._made(self._state, self.candidates()[row]).cost
-        except _ERRORS:
+            return self.after(row).cost
+        except MOVE_ERRORS:
             return self._state.cost
 
     def action_mask(self) -> np.ndarray:
@@ -291,10 +296,9 @@ class MoveGame(_Env):
             if not rows:
                 break
             try:
-                self._set(
-                    replace(self._made(self._state, rows[int(self.np_random.integers(len(rows)))]), steps=0)
-                )
-            except _ERRORS:
+                made = self._made(self._state, rows[int(self.np_random.integers(len(rows)))])
+                self._set(replace(made, steps=0))
+            except MOVE_ERRORS:
                 continue
         return self._obs(), self._info()
 
@@ -310,7 +314,7 @@ class MoveGame(_Env):
             return self._obs(), 0.0, True, False, self._info()
         try:
             after = self._made(state, rows[row])
-        except _ERRORS:  # a move its own check refuses on this text: the episode ends, nothing changed
+        except MOVE_ERRORS:  # a move its own check refuses on this text: the episode ends, nothing changed
             self._set(replace(state, done=True))
             return self._obs(), 0.0, True, False, self._info()
         self._set(after)
@@ -326,7 +330,8 @@ _MODULES = {
     **dict.fromkeys(crossblock_moves.KINDS, crossblock_moves),
     **dict.fromkeys(pipeline_moves.KINDS, pipeline_moves),
 }
-_OPTIMIZE_KIND = {
+OPTIMIZE_KIND = {  # a row's kind -> the kind ``optimize --moves`` names
+    "reorder": "reorder",
     **dict.fromkeys(control_moves.KINDS, "control"),
     **dict.fromkeys(rename_moves.KINDS, "rename"),
     **dict.fromkeys(crossblock_moves.KINDS, "cross-block"),
