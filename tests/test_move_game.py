@@ -15,7 +15,7 @@ from sass_lsp.cuasm import assemble_cuasm, parse_cuasm
 from sass_lsp.schedule import control_moves, crossblock_moves, pipeline_moves, rename_moves
 from sass_lsp.schedule import observation as ob
 from sass_lsp.schedule.move_game import MOVE_ERRORS, OPTIMIZE_KIND, MoveGame, phase_of
-from sass_lsp.schedule.search import Measured, annealing
+from sass_lsp.schedule.search import Measured
 
 # mm_f16_64x64x32: reorders and control codes in its loop; fp8_blockscale_gemm: pipeline moves too;
 # flash_attn_fwd: cross-block moves in its window
@@ -105,11 +105,23 @@ def test_rows_point_at_the_window_and_close_earlier_phases() -> None:
     stall = next(i for i, r in enumerate(rows) if ob.CAND_KINDS[r.kind] == "stall")
     assert obs["cand_param"][stall] != 0  # a stall move says by how much
 
-    game.step(next(i for i, r in enumerate(rows) if ob.CAND_KINDS[r.kind] == "reorder"))
-    after_reorder = {ob.CAND_KINDS[r.kind] for r in game.candidates()}
-    assert "reorder" in after_reorder and "load" not in after_reorder
-    game.step(next(i for i, r in enumerate(game.candidates()) if ob.CAND_KINDS[r.kind] == "yield_on"))
+    def first(kind: str) -> int:
+        return next(i for i, r in enumerate(game.candidates()) if ob.CAND_KINDS[r.kind] == kind)
+
+    start = game.snapshot()
+    game.step(first("reorder"))
+    reordered = game.text
+    assert {"reorder", "load", "stall"} <= {ob.CAND_KINDS[r.kind] for r in game.candidates()}
+    # a structural move after reorders is made on the text they reorder: they are dropped
+    game.step(first("load"))
+    piped = game.text
+    assert game.kinds_made == ("pipeline",) and piped != reordered
+    game.restore(start)
+    assert game.after(first("load")).text == piped  # the same move made from the start
+    game.step(first("reorder"))
+    game.step(first("yield_on"))  # a control move closes the earlier phases
     assert {ob.CAND_KINDS[r.kind] for r in game.candidates()} <= set(control_moves.KINDS)
+    assert game.kinds_made == ("reorder", "control")
 
 
 def test_kinds_restrict_what_is_offered() -> None:
@@ -194,24 +206,36 @@ def test_policy_moves_walk_proposes_clean_schedules_of_every_phase(move_net) -> 
     text = original("fp8_blockscale_gemm")
     before = findings(text)
     walk = move_policy_walk(text, "sm_90", net=move_net, kinds=MOVE_KINDS, seed=3)
-    sources: set[str] = set()
+    sources: list[str] = []
 
     def measure(candidate: str) -> Measured:
         assert findings(candidate) == before
         return Measured("", "match", 1.0 + 0.001 * candidate.count("S01"), seconds=1.0)
 
-    log = walk(measure, 24.0, on_trial=lambda t: sources.add(t.candidate.source))
-    assert len(log.trials) >= 20
-    parts = {p for s in sources for p in s.split("+")}
-    assert parts <= set(MOVE_KINDS) and {"pipeline", "reorder", "control"} & parts
+    log = walk(measure, 24.0, on_trial=lambda t: sources.append(t.candidate.source))
+    assert len(log.trials) == len(sources) >= 20
+    kinds = [s.split("+") for s in sources]
+    made = {k for ks in kinds for k in ks}
+    assert {"reorder", "control"} <= made <= set(MOVE_KINDS) and made & {"pipeline", "rename", "cross-block"}
+    # the other kinds' walk first, then control codes from the schedule it measured surest faster
+    controls = ["control" in ks for ks in kinds]
+    assert controls == sorted(controls) and 0 < sum(controls) < len(controls)
     with pytest.raises(ValueError, match="a policy of the move game"):
         from sass_lsp.policy.model import PolicyNet
 
         move_policy_walk(text, "sm_90", net=PolicyNet(), kinds=MOVE_KINDS)
 
 
-def test_annealing_is_what_the_walk_runs(move_net) -> None:  # noqa: ANN001
-    from sass_lsp.policy.candidates import move_policy_walk
+def test_each_search_refuses_the_other_kind_of_policy(move_net, tmp_path) -> None:  # noqa: ANN001
+    from sass_lsp import app
+    from sass_lsp.gpu.spec import LaunchSpec
+    from sass_lsp.policy.model import save_policy
 
-    walk = move_policy_walk(original("mm_f16_64x64x32"), "sm_90", net=move_net, uniform_share=1.0)
-    assert walk.func is annealing
+    path = save_policy(move_net, tmp_path / "moves")
+    with pytest.raises(app.PolicyUnavailable, match="a policy of the move game"):
+        app.load_policy(path)  # what suggest and the editor load
+    text = original("mm_f16_64x64x32")
+    spec = LaunchSpec(kernel="k", grid=(1, 1, 1), block=(128, 1, 1), params=())
+    orig = app.Original(text, "sm_90", b"", spec)
+    with pytest.raises(ValueError, match="draws the policy_moves search, not policy_surrogate"):
+        app.policy_search(orig, app.SearchChoice(), move_net)

@@ -512,14 +512,14 @@ def test_policy_draw_takes_its_uniform_share_on_a_real_kernel():
 
 
 def test_policy_search_refuses_a_uniform_share_it_would_not_use():
-    """Only ``policy_surrogate`` draws, so a share given to another search (the server's setting, if the
-    default search changed) is an error, not silently ignored; a share is 0..1."""
+    """Only ``policy_surrogate`` and ``policy_moves`` draw, so a share given to another search (the server's
+    setting, if the default search changed) is an error, not silently ignored; a share is 0..1."""
     from sass_lsp.policy.candidates import policy_search
 
     net = load_policy(bundled_policy())
     _name, arch, text = next(k for k in corpus() if k[0] == "gelu_bias")
     for name in ("beam", "policy_annealing"):
-        with pytest.raises(ValueError, match=f"applies to the policy_surrogate search, not {name}"):
+        with pytest.raises(ValueError, match=f"policy_moves searches, not {name}"):
             policy_search(name, text, arch, net=net, uniform_share=0.5)
         assert callable(policy_search(name, text, arch, net=net))
     with pytest.raises(ValueError, match="uniform share 1.5 is not a share"):

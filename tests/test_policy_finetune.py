@@ -102,3 +102,28 @@ def test_finetune_refuses_held_out_kernels(tmp_path: Path, capsys) -> None:  # n
     rc = main(["finetune", "--out", str(tmp_path / "x"), "--kernels", "gelu_bias"])
     assert rc != 0
     assert "held out" in capsys.readouterr().err
+
+
+def test_a_move_game_policy_finetunes_on_its_episodes_texts() -> None:
+    """A policy of the move game plays the move game: what is measured is its episode's final text, moves of
+    any kind (control codes too, which a reordering of the original cannot hold)."""
+    from sass_lsp.analysis import check_module
+    from sass_lsp.cuasm import parse_cuasm
+    from sass_lsp.policy.model import PolicyConfig
+    from sass_lsp.schedule.observation import CAND_KINDS
+
+    text = (TRITON_CORPUS / "mm_f16_64x64x32.cuasm").read_text()
+    before = [f.code for f in check_module(parse_cuasm(text)[0], "sm_90")]
+    calls: list[str] = []
+
+    def measure(candidate: str) -> Measured:
+        calls.append(candidate)
+        assert [f.code for f in check_module(parse_cuasm(candidate)[0], "sm_90")] == before
+        return Measured(schedule_key(candidate), "match", 1.0 + 0.001 * len(calls), seconds=1.0)
+
+    torch.manual_seed(0)
+    net = PolicyNet(PolicyConfig(cand_kinds=len(CAND_KINDS)))
+    cfg = FinetuneConfig(budget_s=1e9, max_episodes=6, episodes_per_update=3, max_moves=3)
+    summary = finetune(net, [FinetuneKernel("mm", text, "sm_90", None, measure)], cfg)
+    assert summary["episodes"] == 6 and len(summary["history"]) == 2 and summary["timed"] == len(calls) > 0
+    assert text not in calls  # an episode that left the original unchanged is not measured

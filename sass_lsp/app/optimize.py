@@ -101,8 +101,10 @@ def policy_search(original: Original, choice: SearchChoice, net: Any) -> Search:
         share = choice.resolved_share()
         return move_policy_walk(
             original.text, original.arch, net=net, kernel=original.spec.kernel, kinds=kinds,
-            threads=threads, seed=choice.seed, uniform_share=share,
+            threads=threads, seed=choice.seed, uniform_share=share, control_share=CONTROL_SHARE,
         )  # fmt: skip
+    if getattr(getattr(net, "cfg", None), "cand_kinds", 0):
+        raise ValueError(f"a policy of the move game draws the policy_moves search, not {choice.name}")
     structural = tuple(k for k in STRUCTURAL if k in choice.moves)
     if structural:
         first = structural_search(original, choice.seed, structural, reorder="reorder" in choice.moves)

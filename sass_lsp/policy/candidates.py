@@ -28,6 +28,7 @@ from sass_lsp.schedule.search import (
     annealing,
     apply_edits,
     beam,
+    chained,
     game_candidate,
     neighbour,
 )
@@ -266,20 +267,57 @@ def move_policy_walk(
     threads: int | None = None,
     seed: int = 0,
     uniform_share: float = DEFAULT_UNIFORM_SHARE,
+    control_share: float = 0.5,
 ) -> Callable[..., SearchLog]:
-    """Annealing on GPU time over every move kind (``kinds``, None: all of the move game's), each step one
-    move of the move game (:mod:`sass_lsp.schedule.move_game`) at the walk's current schedule: drawn from
-    ``net``, a policy of the move game, or (``uniform_share`` of the steps) uniformly, a kind first and then
-    one of its moves. A candidate's source names the kinds it holds in the order made ("reorder+control")."""
-    from sass_lsp.schedule.move_game import MOVE_ERRORS, MOVE_KINDS, MoveGame
-    from sass_lsp.schedule.search import schedule_key
+    """Annealing on GPU time over the move game's kinds (``kinds``, None: all), each step one move at the
+    walk's current schedule: drawn from ``net``, a policy of the move game, or (``uniform_share`` of the
+    steps) uniformly, a kind first and then one of its moves. With control codes and other kinds, a walk of
+    the others takes the first ``1 - control_share`` of the budget and a walk of control moves the rest,
+    from the schedule the first measured surest faster: a control move closes the game's earlier phases, so
+    one walk would stay among control codes from its first such step. A candidate's source names the kinds
+    it holds in the order made ("pipeline+reorder+control")."""
+    from sass_lsp.schedule.move_game import MOVE_KINDS
 
     if not net.cfg.cand_kinds:
         raise ValueError("policy_moves needs a policy of the move game (sass-lsp train --game moves)")
-    game = MoveGame(original, arch, kernel, kinds=kinds or MOVE_KINDS, threads_per_block=threads)
-    start = game.snapshot()
-    states: dict[str, Any] = {}
+    kinds = tuple(kinds or MOVE_KINDS)
     net.eval()
+    share = uniform_share
+    walk = partial(_move_walk, arch=arch, net=net, kernel=kernel, threads=threads, uniform_share=share)
+    rng = random.Random(seed)
+    others = tuple(k for k in kinds if k != "control")
+    if not others or "control" not in kinds:
+        return walk(original, original, kinds, rng)
+
+    def then(start: tuple[str, float] | None, source: str | None) -> Callable[..., SearchLog]:
+        return walk(original, start[0] if start else original, ("control",), rng, start, source)
+
+    return chained(walk(original, original, others, rng), then, 1 - control_share)
+
+
+def _move_walk(
+    original: str,
+    base: str,
+    kinds: tuple[str, ...],
+    rng: random.Random,
+    start: tuple[str, float] | None = None,
+    start_source: str | None = None,
+    *,
+    arch: str,
+    net: PolicyNet,
+    kernel: str | None,
+    threads: int | None,
+    uniform_share: float,
+) -> Callable[..., SearchLog]:
+    """One annealing walk of the move game played from ``base`` (the original, or the schedule ``start``
+    names) over ``kinds``."""
+    from sass_lsp.schedule.move_game import MOVE_ERRORS, MoveGame
+    from sass_lsp.schedule.search import schedule_key
+
+    game = MoveGame(base, arch, kernel, kinds=kinds, threads_per_block=threads)
+    first = game.snapshot()
+    states: dict[str, Any] = {}
+    held = tuple(start_source.split("+")) if start_source else ()
 
     def draw(rows: list, rng: random.Random) -> int:
         if rng.random() < uniform_share:
@@ -289,7 +327,7 @@ def move_policy_walk(
         return rng.choices(range(len(weights)), weights=weights)[0]
 
     def propose(text: str, rng: random.Random) -> Candidate | None:
-        state = start if text == original else states.get(schedule_key(text))
+        state = first if text == base else states.get(schedule_key(text))
         if state is None:
             return None
         for _ in range(16):  # a move its own check refuses on this text is drawn again
@@ -306,7 +344,9 @@ def move_policy_walk(
             states[key] = after
             while len(states) > STATES_KEPT:
                 states.pop(next(iter(states)))
-            return Candidate(after.text, "+".join(dict.fromkeys(after.kinds)), after.moves)
+            source = "+".join(dict.fromkeys((*held, *after.kinds)))
+            return Candidate(after.text, source, after.moves)
         return None
 
-    return partial(annealing, propose, original, rng=random.Random(seed))
+    # the next move is drawn while one is measured (the game serves one proposer only)
+    return partial(annealing, propose, original, rng=rng, start=start, overlap=True)

@@ -109,6 +109,7 @@ class NumpyPolicy:
         n_rel = 2 * self.max_dist + 1
         self.bias_table = (edge[:, None, :] + self.w["dist_bias"][None, :, :]).reshape(1024 * n_rel, -1)
         self.c_dist_rows = self.linear("c_dist", self.w["move_dist.weight"])  # [n_rel, hid]
+        self.move_game = "c_kind.weight" in self.w  # a policy of the move game: its rows carry their kinds
 
     @classmethod
     def load(cls, path: str | Path) -> NumpyPolicy:
@@ -183,7 +184,7 @@ class NumpyPolicy:
             + self.linear("c_prod", h_i * h_j)
             + self.c_dist_rows[dist + self.max_dist]
         )
-        if "c_kind.weight" in self.w:  # a policy of every move kind (PolicyNet's cand_kinds)
+        if self.move_game:
             z = z + self.w["c_kind.weight"][batch["cand_kind"]]
             z = z + batch["cand_param"][..., None].astype(np.float32) * self.w["c_param.weight"][:, 0]
         scores = self.linear("c_out.3", gelu(self.linear("c_out.1", gelu(z))))[..., 0]  # [B, C]

@@ -99,6 +99,8 @@ def load_for_suggestions(path: str | Path) -> NumpyPolicy:
     the numpy forward pass loaded and :func:`warm_up`. The CLI and the server load it so."""
     limit_threads()
     net = NumpyPolicy.load(path)
+    if net.move_game:
+        raise ValueError("a policy of the move game (optimize --search policy_moves), not a reorder policy")
     warm_up(net)
     return net
 

@@ -11,10 +11,12 @@ API (``MoveGame``, a gymnasium env like ``ReorderGame``):
 - ``text``: the current kernel text; ``kinds_made`` / ``moves``: the move kinds and descriptions so far;
   ``cost``, ``cost_original``.
 
-Phases. A state offers the moves of its phase and of every later one, and a move of a later phase closes the
-earlier ones: structural (rename, cross-block, pipeline), then reorder, then control codes. That is the order
+Phases. Structural moves (rename, cross-block, pipeline), then reorders, then control codes: the order
 ``optimize``'s searches make them in (a structural move gives the reorder game a new text to reorder; control
-codes are set last, on the final order), so every state is a text those searches make and verify.
+codes are set last, on the final order), so every state is a text those searches make and verify. A state
+offers the moves of its phase and of the later ones; a control move closes the earlier phases, and a
+structural move made after reorders is made on the text they reorder, dropping them (as ``optimize``'s
+structural walk does).
 
 Observation: the reorder game's (:mod:`.observation`) plus, per candidate row, its kind (``cand_kind``, an
 index of ``observation.CAND_KINDS``) and one number (``cand_param``: a stall move's change in cycles / 15, 0
@@ -68,6 +70,7 @@ class MoveState:
     kinds: tuple[str, ...]  # the kind of each move made (the optimize kind: "reorder", "control", ...)
     moves: tuple[str, ...]  # their descriptions
     done: bool
+    base_made: int = 0  # how many of the moves made ``base`` (the others are the reorder game's)
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,11 @@ class MoveGame(_Env):
     # ------------------------------------------------------------------------------------ moves
 
     def _allowed(self, phase: int) -> set[str]:
+        """The kinds a state of ``phase`` offers: its own and the later phases', and structural moves in the
+        reorder phase too (made on the text it reorders, its reorders dropped, as ``optimize``'s structural
+        walk makes them)."""
+        if phase == phase_of("reorder"):
+            phase = 0
         return {k for p, kinds in enumerate(PHASES) if p >= phase for k in kinds} & set(self.kinds)
 
     def _listed_moves(self, text: str, allowed: set[str]) -> list[Any]:
@@ -191,13 +199,18 @@ class MoveGame(_Env):
     def _candidates(self, state: MoveState) -> list[_Row]:
         game = self._reorder_game(state)
         allowed = self._allowed(state.phase)
-        where = _window_positions(game)
+        structural = allowed & set(PHASES[0])
+        listed = [  # structural moves on the text the game reorders, control moves on the current one
+            (self._listed_moves(state.base, structural), _window_positions(game, now=False)),
+            (self._listed_moves(state.text, allowed & {"control"}), _window_positions(game)),
+        ]
         others: list[_Row] = []
         by_kind: dict[int, list[_Row]] = {}
-        for move in self._listed_moves(state.text, allowed - {"reorder"}):
-            row = _row_of(move, where)
-            if row is not None:
-                by_kind.setdefault(row.kind, []).append(row)
+        for moves, where in listed:
+            for move in moves:
+                row = _row_of(move, where)
+                if row is not None:
+                    by_kind.setdefault(row.kind, []).append(row)
         rng = np.random.default_rng(zlib.crc32(state.text.encode()))  # the same rows on a revisit
         for kind in sorted(by_kind):
             rows = by_kind[kind]
@@ -223,18 +236,23 @@ class MoveGame(_Env):
             desc = f"reorder window position {wp} -> {wt}"
             return MoveState(
                 text, state.base, 1, game.snapshot(), game.cost, state.steps + 1,
-                (*state.kinds, "reorder"), (*state.moves, desc), False,
+                (*state.kinds, "reorder"), (*state.moves, desc), False, state.base_made,
             )  # fmt: skip
         move = row.payload
-        if kind in crossblock_moves.KINDS or kind in pipeline_moves.KINDS:
-            text = _MODULES[kind].apply(state.text, move, self.arch)
-        else:
-            text = _MODULES[kind].apply(state.text, move)
         optimize_kind = OPTIMIZE_KIND[kind]
+        if optimize_kind == "control":
+            text = control_moves.apply(state.text, move)
+            made = len(state.kinds)
+        else:  # a structural move, on the text the reorder game plays: its reorders, if any, are dropped
+            arch = () if kind in rename_moves.KINDS else (self.arch,)  # a rename needs no arch to apply
+            text = _MODULES[kind].apply(state.base, move, *arch)
+            made = state.base_made
         _, start = self._game(text)
+        kinds = (*state.kinds[:made], optimize_kind)
+        moves = (*state.moves[:made], move.description or str(move))
         return MoveState(
-            text, text, phase_of(optimize_kind), None, start.cost, state.steps + 1,
-            (*state.kinds, optimize_kind), (*state.moves, move.description or str(move)), False,
+            text, text, phase_of(optimize_kind), None, start.cost, state.steps + 1, kinds, moves, False,
+            len(kinds),
         )  # fmt: skip
 
     def after(self, row: int) -> MoveState:
@@ -339,15 +357,17 @@ OPTIMIZE_KIND = {  # a row's kind -> the kind ``optimize --moves`` names
 }
 
 
-def _window_positions(game: ReorderGame) -> dict[int, int]:
-    """Line of the current text -> window position, for the instructions of the game's window."""
+def _window_positions(game: ReorderGame, now: bool = True) -> dict[int, int]:
+    """Line -> window position, for the instructions of the game's window: their lines in the current
+    order (``now``), or in the text the game reorders."""
     k0 = game.k0
-    line_now = {}
-    for b in game.region.blocks:
-        start = k0.blocks[b].start
-        for q, x in enumerate(game.order(b)):
-            line_now[x] = k0.nodes[start + q].line
-    return {line_now.get(x, k0.nodes[x].line): p for p, x in enumerate(game.snapshot().window)}
+    line = {}
+    if now:
+        for b in game.region.blocks:
+            start = k0.blocks[b].start
+            for q, x in enumerate(game.order(b)):
+                line[x] = k0.nodes[start + q].line
+    return {line.get(x, k0.nodes[x].line): p for p, x in enumerate(game.snapshot().window)}
 
 
 def _anchor_lines(move: Any) -> tuple[int, int]:
