@@ -174,8 +174,8 @@ def _optimize_jobs(args: argparse.Namespace) -> list[OptimizeJob]:
         share = resolve_uniform_share(args.search, args.uniform_share)
     except ValueError as exc:
         raise CliError(
-            f"--uniform-share: {exc}\n  hint: a share from 0 to 1 with the default --search (its default "
-            "is 0.5); leave it out with the other searches"
+            f"--uniform-share: {exc}\n  hint: a share from 0 to 1 with --search policy_surrogate (the "
+            "default) or policy_moves (0.5 unless given); leave it out with the other searches"
         ) from exc
 
     jobs = [

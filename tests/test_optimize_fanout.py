@@ -111,7 +111,7 @@ def test_uniform_share_reaches_the_walk_and_the_report(two_kernels: list[Optimiz
     ("extra", "message"),
     [
         (["--uniform-share", "1.5"], "--uniform-share: uniform share 1.5 is not a share"),
-        (["--uniform-share", "0.5", "--search", "beam"], "applies to the policy_surrogate search, not beam"),
+        (["--uniform-share", "0.5", "--search", "beam"], "policy_moves searches, not beam"),
     ],
 )
 @pytest.mark.slow
