@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 
 from sass_lsp.perf import dataset as ds  # noqa: E402
 from sass_lsp.perf import model as pm  # noqa: E402
-from sass_lsp.perf.train import Table, featurize, train  # noqa: E402
+from sass_lsp.perf.train import Table, campaign_table, featurize, train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,17 +33,7 @@ def tiny() -> Table:
     sub = ds.Campaign(
         **{**camp.__dict__, **_rows(camp, np.sort(keep))}  # type: ignore[arg-type]
     )
-    names = np.array(sub.kernels)
-    return Table(
-        x=featurize(sub),
-        y=np.log(sub.speedup),
-        low=np.log(sub.low),
-        high=np.log(sub.high),
-        kernel=names[sub.kernel],
-        key=sub.key.astype(str),
-        method=np.array(sub.methods)[sub.method],
-        random=sub.random,
-    )
+    return campaign_table(sub, featurize(sub))
 
 
 def _rows(camp: ds.Campaign, idx: np.ndarray) -> dict:
