@@ -51,6 +51,12 @@ MIN_DISTINCT = 32
 PICK = 32
 
 
+def scored_kernels(t: Table) -> list[str]:
+    """The kernels with at least MIN_DISTINCT distinct measured schedules, by name."""
+    names = set(t.kernel.tolist())
+    return sorted(k for k in names if len(set(t.key[t.kernel == k].tolist())) >= MIN_DISTINCT)
+
+
 def one_per_key(t: Table, rng: np.random.Generator) -> np.ndarray:
     """One row index per distinct schedule (a random one of its measurements)."""
     order = rng.permutation(len(t.key))
@@ -187,17 +193,13 @@ def main(argv: list[str] | None = None) -> int:
         camp = ds.load(args.unseen)
         t = campaign_table(camp, featurize(camp))
         camps = [camp]
-        names = sorted(
-            k for k in set(t.kernel.tolist()) if len(set(t.key[t.kernel == k].tolist())) >= MIN_DISTINCT
-        )
+        names = scored_kernels(t)
         packaged = load_model(DEFAULT_MODEL)
         print(f"{len(t.y)} measurements of {', '.join(names)}, scored by {DEFAULT_MODEL.name}\n")
     else:
         t = table(args.data, DEFAULT_CACHE)
         camps = ds.load_all(args.data)
-        names = sorted(
-            k for k in set(t.kernel.tolist()) if len(set(t.key[t.kernel == k].tolist())) >= MIN_DISTINCT
-        )
+        names = scored_kernels(t)
         print(
             f"{len(t.y)} measurements, {len(set(t.kernel.tolist()))} kernels; "
             f"held out in turn: {', '.join(names)}\n"

@@ -344,7 +344,6 @@ def build(
     rows do not say their kinds."""
     from sass_lsp.schedule.canonical import OriginalOrders, reachable
     from sass_lsp.schedule.deps import block_deps
-    from sass_lsp.schedule.search import Candidate
 
     kernels: dict[str, int] = {}
     deps: dict[tuple[str, int], Any] = {}
@@ -374,7 +373,7 @@ def build(
         if orders is None:
             dropped[f"{m.kernel}: not a reordering"] += 1
             continue
-        if as_repaired and not _as_repaired(models[m.kernel], m, verdicts, Candidate):
+        if as_repaired and not _as_repaired(models[m.kernel], m, verdicts):
             dropped[f"{m.kernel}: other control codes"] += 1
             continue
         oo = models[m.kernel]
@@ -432,11 +431,13 @@ def build(
     return camp
 
 
-def _as_repaired(oo: Any, m: Measurement, verdicts: dict[tuple[str, str], bool], candidate: Any) -> bool:
+def _as_repaired(oo: Any, m: Measurement, verdicts: dict[tuple[str, str], bool]) -> bool:
     """Whether ``m``'s text is exactly its order as the repair writes it (once per schedule key)."""
+    from sass_lsp.schedule.search import Candidate
+
     hit = verdicts.get((m.kernel, m.key))
     if hit is None:
-        got = oo.canonical(candidate(m.text, "log"))
+        got = oo.canonical(Candidate(m.text, "log"))
         hit = verdicts[(m.kernel, m.key)] = got is not None and got.text == m.text
     return hit
 

@@ -312,6 +312,7 @@ def _move_walk(
     """One annealing walk of the move game played from ``base`` (the original, or the schedule ``start``
     names) over ``kinds``."""
     from sass_lsp.schedule.move_game import MOVE_ERRORS, MoveGame
+    from sass_lsp.schedule.moves import pick_move
     from sass_lsp.schedule.search import schedule_key
 
     game = MoveGame(base, arch, kernel, kinds=kinds, threads_per_block=threads)
@@ -320,9 +321,9 @@ def _move_walk(
     held = tuple(start_source.split("+")) if start_source else ()
 
     def draw(rows: list, rng: random.Random) -> int:
-        if rng.random() < uniform_share:
-            kind = rng.choice(sorted({r.kind for r in rows}))
-            return rng.choice([i for i, r in enumerate(rows) if r.kind == kind])
+        if rng.random() < uniform_share:  # a kind uniformly, then one of its moves
+            picked = pick_move(rows, rng)
+            return next(i for i, r in enumerate(rows) if r is picked)
         weights = move_weights(net, game, 1.0)
         return rng.choices(range(len(weights)), weights=weights)[0]
 
