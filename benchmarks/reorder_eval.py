@@ -28,7 +28,9 @@ then control codes), ``pipeline_all`` (``optimize --moves pipeline,reorder,contr
 moves and reorders of the texts they made, then control codes) and ``all_kinds`` (``optimize --moves`` of
 every kind: one walk of renames, cross-block and pipeline moves and reorders of the texts they made, then
 control codes). ``policy_moves`` is ``optimize --search policy_moves``: one walk over every kind, each
-move drawn from the move game's policy (``--moves-policy``) or, half of them, uniformly.
+move drawn from the move game's policy (``--moves-policy``) or, half of them, uniformly;
+``policy_moves_uniform`` is that walk with every move drawn uniformly (``--uniform-share 1``), to tell what
+the policy adds.
 ``policy_surrogate_mix_prior`` is the reorder search alone.
 
     python benchmarks/reorder_eval.py --policy sass_lsp/policy/models/reorder-v2 --budget 20 --json OUT.json
@@ -103,8 +105,10 @@ CHOICES = {
     "optimize_default": app.SearchChoice(),
     "all_kinds": app.SearchChoice(moves=app.MOVE_KINDS),
 }
+# ``optimize --search policy_moves`` rows: the share of moves drawn uniformly (None: the search's default)
+MOVES_ROWS: dict[str, float | None] = {"policy_moves": None, "policy_moves_uniform": 1.0}
 METHODS = (
-    "random", "random_all", "greedy", "annealing", *POLICY_METHODS, "surrogate", *CHOICES, "policy_moves",
+    "random", "random_all", "greedy", "annealing", *POLICY_METHODS, "surrogate", *CHOICES, *MOVES_ROWS,
 )  # fmt: skip
 
 
@@ -174,8 +178,8 @@ def run_method(
         return surrogate_annealing(text, arch, kernel, seed=seed)
     if method in CHOICES:
         return dataclasses.replace(CHOICES[method], seed=seed)
-    if method == "policy_moves":  # the move game's policy (--moves-policy) over every kind, one walk
-        return app.SearchChoice("policy_moves", seed, moves=app.MOVE_KINDS)
+    if method in MOVES_ROWS:  # the move game's policy (--moves-policy) over every kind, one walk
+        return app.SearchChoice("policy_moves", seed, MOVES_ROWS[method], moves=app.MOVE_KINDS)
     if method in POLICY_METHODS:  # the searches over GPU measurements ("policy" screened above)
         name = "policy_surrogate" if method in SURROGATE_ROWS else method
         share, features = SURROGATE_ROWS.get(method, (0.0, "displacement"))
@@ -246,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         names = args.kernels or json.loads((args.policy / MODEL_CARD).read_text())["heldout"]
     net = app.load_policy(args.policy, torch_net=True) if set(POLICY_METHODS) & set(args.methods) else None
-    moves_net = app.load_policy(args.moves_policy, torch_net=True) if "policy_moves" in args.methods else None
+    wants_moves = set(MOVES_ROWS) & set(args.methods)
+    moves_net = app.load_policy(args.moves_policy, torch_net=True) if wants_moves else None
     rows = []
     t_start = time.time()
     with tempfile.TemporaryDirectory() as tmp, GpuRunner(timeout_s=120) as runner:
@@ -273,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                     runner,
                     args.budget,
                     search=search,
-                    net=moves_net if method == "policy_moves" else net,
+                    net=moves_net if method in MOVES_ROWS else net,
                     measure=measure,
                     deadline=deadline,
                 ).result
