@@ -226,6 +226,24 @@ def test_policy_moves_walk_proposes_clean_schedules_of_every_phase(move_net) -> 
         move_policy_walk(text, "sm_90", net=PolicyNet(), kinds=MOVE_KINDS)
 
 
+def test_policy_moves_walk_with_every_draw_uniform_never_asks_the_policy(move_net, monkeypatch) -> None:  # noqa: ANN001
+    """``--uniform-share 1`` (reorder_eval's ``policy_moves_uniform``): the same walk, no move from the
+    net."""
+    from sass_lsp.app.optimize import MOVE_KINDS
+    from sass_lsp.policy import candidates
+
+    def refuse(*_: object, **__: object) -> list[float]:
+        raise AssertionError("a uniform draw asked the policy")
+
+    monkeypatch.setattr(candidates, "move_weights", refuse)
+    text = original("mm_f16_64x64x32")
+    walk = candidates.move_policy_walk(
+        text, "sm_90", net=move_net, kinds=MOVE_KINDS, seed=5, uniform_share=1.0
+    )
+    log = walk(lambda c: Measured("", "match", 1.0, seconds=1.0), 10.0)
+    assert len(log.trials) >= 8
+
+
 def test_each_search_refuses_the_other_kind_of_policy(move_net, tmp_path) -> None:  # noqa: ANN001
     from sass_lsp import app
     from sass_lsp.gpu.spec import LaunchSpec
