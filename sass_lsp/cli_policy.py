@@ -677,7 +677,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "drawn (by the policy, and a share uniformly: --uniform-share), that a model fitted to the "
         "measurements so far predicts fastest; policy_moves: annealing on GPU time over every kind --moves "
         "names in one walk (renames, cross-block and pipeline moves, then reorders, then control codes), "
-        "each move drawn from the move game's policy (bundled moves-v1) or, a share of them, uniformly",
+        "each move drawn from the move game's policy (bundled moves-v1) or, a share of them, uniformly. "
+        "Start with the default; policy_moves, which adds renames, cross-block and pipeline moves, is "
+        "worth a run where the default finds little",
     )
     p.add_argument(
         "--uniform-share",
