@@ -15,6 +15,7 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
     attrs cattrs lsprotocol==2025.0.0 pygls farama-notifications gymnasium pyelftools pytest-asyncio pytest-lsp \
     threadpoolctl 'nvidia-cuda-nvdisasm>=13.0'
 cp benchmarks/h200/setup.sh benchmarks/h200/eval.sh benchmarks/h200/rows.sh benchmarks/h200/first_call.sh \
+    benchmarks/h200/perf_campaign.sh \
     benchmarks/h200/finetune_moves.sh .whl/
 rm -rf .whl/old
 if [ -n "${OLD:-}" ]; then mkdir -p .whl/old && git archive "$OLD" sass_lsp | tar -x -C .whl/old; fi
