@@ -14,6 +14,7 @@ import pytest
 from paths import ROOT
 
 from sass_lsp.cuasm import assemble_cuasm, write_cuasm
+from sass_lsp.gpu.corpus import has_gpu
 from sass_lsp.gpu.kparams import read_kparams
 from sass_lsp.gpu.spec import param_size
 
@@ -70,13 +71,11 @@ def test_campaign_draws_clean_reorderings_of_every_kernel(capsys: pytest.Capture
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="no CUDA GPU")
 def test_reorderings_run_bit_for_bit_like_the_original(built: list) -> None:
     from sass_lsp.gpu import GpuRunner
-    from sass_lsp.gpu.corpus import has_gpu
     from sass_lsp.schedule.search import random_candidates, take
 
-    if not has_gpu():
-        pytest.skip("no CUDA GPU")
     with GpuRunner(timeout_s=120) as runner:
         for name, _origin, cubin, spec in built:
             text = write_cuasm(cubin, source_name=name)
