@@ -210,12 +210,23 @@ class Semantics:
         """Cycles to leave between a producer and a consumer that an edit places closer than ptxas did: the
         checker's latency raised to a hardware measurement it does not apply (``measured_not_applied``: a
         calibrated minimum above a distance ptxas itself uses, so the pipe classes are too coarse for that
-        pair; the checker keeps ptxas's figure rather than flag ptxas's own code)."""
+        pair; the checker keeps ptxas's figure rather than flag ptxas's own code) and, where the checker
+        falls back to the consumer wildcard, to ptxas's own minimum for this consumer pipe: the wildcard is
+        the smallest over consumers (HFMA2.MMA -> STS at 7), and an IMAD placed 7 cycles after the
+        HFMA2.MMA that writes its operand (ptxas's minimum: 10) read the old value and faulted."""
         row = self.latency(producer, consumer, operand)
-        floor = self._measured_floor.get((producer, consumer, operand))
+        floor = self._measured_floor.get((producer, consumer, operand)) or 0
         if row is None:
-            return floor
-        return max(row.cycles, floor or 0)
+            return floor or None
+        if row.consumer == "*" and operand not in ("guard", "upred"):
+            own = self.consumer_latency(producer, consumer, operand)
+            floor = max(floor, own.cycles if own is not None else 0)
+        return max(row.cycles, floor)
+
+    def consumer_latency(self, producer: str, consumer: str, operand: str) -> LatencyRow | None:
+        """The row for exactly this consumer pipe, whatever its source (:meth:`latency` may use the
+        wildcard instead); None where the table has none."""
+        return self._lat.get((producer, consumer, operand))
 
     def param(self, name: str) -> int | None:
         row = self.params.get(name)
