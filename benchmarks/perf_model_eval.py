@@ -181,6 +181,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rank-weight", type=float, default=0.0, help="see python -m sass_lsp.perf.train")
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument(
+        "--extra",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="NPZ",
+        help="campaign files to add to --data's (python -m sass_lsp.perf.dataset build-trial)",
+    )
+    ap.add_argument(
+        "--held-out",
+        nargs="+",
+        metavar="KERNEL",
+        help="hold out only these kernels in turn (each fit still trains on every other kernel)",
+    )
+    ap.add_argument(
         "--unseen",
         type=Path,
         help="a campaign file of kernels no checkpoint trains on (python -m sass_lsp.perf.dataset "
@@ -197,9 +211,13 @@ def main(argv: list[str] | None = None) -> int:
         packaged = load_model(DEFAULT_MODEL)
         print(f"{len(t.y)} measurements of {', '.join(names)}, scored by {DEFAULT_MODEL.name}\n")
     else:
-        t = table(args.data, DEFAULT_CACHE)
-        camps = ds.load_all(args.data)
+        t = table(args.data, DEFAULT_CACHE, args.extra)
+        camps = [*ds.load_all(args.data), *map(ds.load, args.extra)]
         names = scored_kernels(t)
+        if args.held_out:
+            if unknown := set(args.held_out) - set(names):
+                ap.error(f"--held-out: not a scored kernel of {args.data}: {', '.join(sorted(unknown))}")
+            names = [n for n in names if n in args.held_out]
         print(
             f"{len(t.y)} measurements, {len(set(t.kernel.tolist()))} kernels; "
             f"held out in turn: {', '.join(names)}\n"

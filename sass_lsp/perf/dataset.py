@@ -20,6 +20,7 @@ clocks) gives each row those kinds and its method, and the clocks when its segme
 Only pure reorderings enter a campaign file (:func:`build` counts the others as dropped).
 
     python -m sass_lsp.perf.dataset build            # every campaign of benchmarks/results
+    python -m sass_lsp.perf.dataset build-trial      # the campaigns tried as more training data
     python -m sass_lsp.perf.dataset stats [FILE.npz]  # counts per kernel and method
 """
 
@@ -52,6 +53,14 @@ CAMPAIGNS: dict[str, tuple[str, str]] = {
     "reorder_eval_h200": ("reorder_eval_h200.tar.xz", "reorder_measurements_h200_run*.jsonl"),
     "policy_finetune_h200": ("policy_training_h200.tar.xz", "*measurements*.jsonl"),
     "reorder_run18_h200": ("reorder_measurements_h200_run18.jsonl.gz", "*"),
+}
+# Campaigns measured to try as more training data, which the packaged checkpoint does not train on (its
+# model card says why): built into ``benchmarks/results`` and added to a fit by ``perf_model_eval.py
+# --extra``. perf_v2: random reorderings of benchmarks/kernels/perf_train_v2.toml (``move_campaign.py``),
+# its first five kernels, then the other four.
+TRIAL_CAMPAIGNS: dict[str, tuple[str, str]] = {
+    "perf_v2_s0_h200": ("move_campaign_perf_v2_s0.tar.xz", "*measurements*"),
+    "perf_v2_s1_h200": ("move_campaign_perf_v2_s1.tar.xz", "*measurements*"),
 }
 # Campaigns no checkpoint trains on: the compute-bound kernels held out for the optimizer (frozen split
 # ``benchmarks/kernels/split_compute_v1.toml``), measured by its searches on an H100. Built into
@@ -541,6 +550,9 @@ def main(argv: list[str] | None = None) -> int:
     u = sub.add_parser("build-unseen", help="the evaluation-only campaigns (UNSEEN_CAMPAIGNS)")
     u.add_argument("--results", type=Path, default=RESULTS, help="the folder of the archives")
     u.add_argument("--out", type=Path, default=RESULTS)
+    t = sub.add_parser("build-trial", help="the campaigns tried as training data (TRIAL_CAMPAIGNS)")
+    t.add_argument("--results", type=Path, default=RESULTS, help="the folder of the archives")
+    t.add_argument("--out", type=Path, default=RESULTS)
     s = sub.add_parser("stats", help="counts per kernel and method")
     s.add_argument("files", type=Path, nargs="*")
     args = ap.parse_args(argv)
@@ -549,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "build-unseen":
         todo = {name: (parts, True) for name, parts in UNSEEN_CAMPAIGNS.items()}
+    elif args.cmd == "build-trial":
+        todo = {n: ([p], False) for n, p in TRIAL_CAMPAIGNS.items()}
     else:
         todo = {n: ([p], False) for n, p in CAMPAIGNS.items() if not args.only or n in args.only}
     for name, (parts, as_repaired) in todo.items():

@@ -16,6 +16,7 @@ import hashlib
 import io
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,10 +105,13 @@ def campaign_table(camp: ds.Campaign, x: np.ndarray) -> Table:
     )
 
 
-def table(folder: Path = ds.DATA_DIR, cache: Path | None = DEFAULT_CACHE) -> Table:
-    """Every campaign file of ``folder``, featurized (the features cached in ``cache``)."""
+def table(
+    folder: Path = ds.DATA_DIR, cache: Path | None = DEFAULT_CACHE, extra: Sequence[Path] = ()
+) -> Table:
+    """Every campaign file of ``folder`` and the ``extra`` ones, featurized (the features cached in
+    ``cache``)."""
     parts = []
-    for path in sorted(folder.glob("*.npz")):
+    for path in [*sorted(folder.glob("*.npz")), *extra]:
         camp = ds.load(path)
         cached = cache / f"{path.stem}-{_cache_key(path)}.npy" if cache else None
         if cached is not None and cached.is_file():
