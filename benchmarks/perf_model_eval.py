@@ -26,6 +26,8 @@ Then the noise: per kernel the spread of measured log speedups (sd) against the 
 
 ``--unseen FILE`` scores the packaged checkpoint instead, on a campaign of kernels no checkpoint trains on
 (``python -m sass_lsp.perf.dataset build-unseen``: the optimizer's held-out compute-bound kernels).
+``--extra FILE...`` adds campaigns tried as training data (``build-trial``) to ``--data``'s, and
+``--held-out KERNEL...`` scores only those kernels (each fit still trains on all the others).
 """
 
 from __future__ import annotations

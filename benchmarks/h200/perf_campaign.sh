@@ -4,8 +4,9 @@
 # N=the campaign's name [move_campaign_perf_v2_s$S] K=only the set's first K kernels, in the file's order [all]
 # (a short call: each kernel needs about 50 s of wall time for 32 schedules).
 #   run(command="S=0 bash .whl/perf_campaign.sh", carry=[".whl"], timeout_s=600)
-# The campaign file comes back as $OUT/$N.tar.xz: commit it to benchmarks/results and name it in
-# sass_lsp.perf.dataset.CAMPAIGNS, then `python -m sass_lsp.perf.dataset build` and retrain.
+# The campaign file comes back as $OUT/$N.tar.xz: commit it to benchmarks/results, name it in
+# sass_lsp.perf.dataset.TRIAL_CAMPAIGNS, `python -m sass_lsp.perf.dataset build-trial`, and score it with
+# `benchmarks/perf_model_eval.py --extra` (perf-v1.md's rule decides whether a checkpoint trains on it).
 set -uo pipefail
 source .whl/setup.sh || exit 1
 kernels=$(python3 -c 'import tomllib; print(*tomllib.load(open("benchmarks/kernels/perf_train_v2.toml", "rb"))["kernels"])' | tr ' ' '\n' | head -n "${K:-99}")
