@@ -82,13 +82,14 @@ from sass_lsp.schedule.observation import EDGE_MEMORY, EDGE_ORDER, EDGE_RAW, EDG
 MAX_STALL = 15  # 4-bit stall field
 _NONE: frozenset[int] = frozenset()
 _NO_NODES: list[int] = []  # (never changed)
-# A fixed-latency RAW pair that a move brings closer than ptxas placed it keeps at least this many cycles
-# (never more than ptxas's own distance, so the ptxas order repairs to itself). The latency table's rows are
-# minimums of ptxas's distances per pipe class; on the H200 pairs placed at those minimums but with other
-# opcodes gave wrong results (alu <-> fma at 4, USEL -> ULEA and ULEA -> UIADD3 at 3, UMOV -> HGMMA's
-# descriptor at 3). HGMMA's operands keep ptxas's distance (up to LATE_READ_CAP): UIADD3.64 UR14 -> HGMMA
-# gdesc[UR12] at 6 cycles (ptxas: 15) gave wrong results; in the corpus ptxas puts uniform ALU results 9-15
-# cycles before the HGMMA that reads them. The hardware records of these and the findings below (the
+# A fixed-latency RAW pair that a move brings closer than ptxas placed it keeps at least this many cycles,
+# and at least ptxas's minimum for the consumer's pipe (``Semantics.placement_latency``), in a block and at
+# its entry (never more than ptxas's own distance, so the ptxas order repairs to itself). The latency
+# table's rows are minimums of ptxas's distances per pipe class; on the H200 pairs placed at those minimums
+# but with other opcodes gave wrong results (alu <-> fma at 4, USEL -> ULEA and ULEA -> UIADD3 at 3, UMOV ->
+# HGMMA's descriptor at 3). HGMMA's operands keep ptxas's distance (up to LATE_READ_CAP): UIADD3.64 UR14 ->
+# HGMMA gdesc[UR12] at 6 cycles (ptxas: 15) gave wrong results; in the corpus ptxas puts uniform ALU results
+# 9-15 cycles before the HGMMA that reads them. The hardware records of these and the findings below (the
 # reorder_hardware_h200_run*.log members): benchmarks/results/reorder_hardware_h200.tar.xz.
 UNTRUSTED_RAW_FLOOR = 6
 # UNIFORM_WAR: a write of a uniform register after a read of it keeps ptxas's distance (capped at the floor
@@ -330,8 +331,10 @@ def entry_bounds(ctx: KernelContext, facts: BlockFacts, entry: State) -> dict[in
             if complementary(ctx.nodes[pidx], f) or -cyc >= ctx.maxlat.get(pipe, 0):
                 continue
             row = ctx.sem.latency(pipe, f.pipe, kind)
-            if row is not None:
-                lb = max(lb, cyc + row.cycles)
+            if row is not None:  # brought closer than ptxas placed it: as in block_facts
+                placed = ctx.sem.placement_latency(pipe, f.pipe, kind) or row.cycles
+                floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
+                lb = max(lb, cyc + row.cycles, min(cyc + floor, facts.orig_t[j]))
         if f.shared and not bar_seen and entry.bar is not None and ctx.bar_gap:
             lb = max(lb, entry.bar[1] + ctx.bar_gap)
         if lb > 0:
