@@ -219,14 +219,9 @@ class Semantics:
         if row is None:
             return floor or None
         if row.consumer == "*" and operand not in ("guard", "upred"):
-            own = self.consumer_latency(producer, consumer, operand)
+            own = self._lat.get((producer, consumer, operand))
             floor = max(floor, own.cycles if own is not None else 0)
         return max(row.cycles, floor)
-
-    def consumer_latency(self, producer: str, consumer: str, operand: str) -> LatencyRow | None:
-        """The row for exactly this consumer pipe, whatever its source (:meth:`latency` may use the
-        wildcard instead); None where the table has none."""
-        return self._lat.get((producer, consumer, operand))
 
     def param(self, name: str) -> int | None:
         row = self.params.get(name)

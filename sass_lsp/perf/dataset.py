@@ -547,12 +547,13 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--results", type=Path, default=RESULTS, help="the folder of the archives")
     b.add_argument("--out", type=Path, default=DATA_DIR)
     b.add_argument("--only", nargs="*", choices=sorted(CAMPAIGNS), help="build only these campaigns")
-    u = sub.add_parser("build-unseen", help="the evaluation-only campaigns (UNSEEN_CAMPAIGNS)")
-    u.add_argument("--results", type=Path, default=RESULTS, help="the folder of the archives")
-    u.add_argument("--out", type=Path, default=RESULTS)
-    t = sub.add_parser("build-trial", help="the campaigns tried as training data (TRIAL_CAMPAIGNS)")
-    t.add_argument("--results", type=Path, default=RESULTS, help="the folder of the archives")
-    t.add_argument("--out", type=Path, default=RESULTS)
+    for cmd, what in (
+        ("build-unseen", "the evaluation-only campaigns (UNSEEN_CAMPAIGNS)"),
+        ("build-trial", "the campaigns tried as training data (TRIAL_CAMPAIGNS)"),
+    ):
+        u = sub.add_parser(cmd, help=what)
+        u.add_argument("--results", type=Path, default=RESULTS, help="the folder of the archives")
+        u.add_argument("--out", type=Path, default=RESULTS)
     s = sub.add_parser("stats", help="counts per kernel and method")
     s.add_argument("files", type=Path, nargs="*")
     args = ap.parse_args(argv)

@@ -263,6 +263,7 @@ class KernelContext:
         self.bar_gap: int = checker.bar_gap
         self.max_noyield = sem.param("max_stall_without_yield")
         self.sb_set = sem.param("scoreboard_set_cycles") or 0
+        self.latencies = _latency_lookup(sem)
         self.nodes = [_node_facts(nd, sem) for nd in k.nodes]
         self.gmma_units = frozenset(u for f in self.nodes if f.gmma for u in f.touch if u < 256)
         self.keep_sbs = 0  # scoreboards some DEPBAR.LE counts with k > 0
@@ -330,11 +331,10 @@ def entry_bounds(ctx: KernelContext, facts: BlockFacts, entry: State) -> dict[in
             pidx, cyc, pipe = hit
             if complementary(ctx.nodes[pidx], f) or -cyc >= ctx.maxlat.get(pipe, 0):
                 continue
-            row = ctx.sem.latency(pipe, f.pipe, kind)
-            if row is not None:  # brought closer than ptxas placed it: as in block_facts
-                placed = ctx.sem.placement_latency(pipe, f.pipe, kind) or row.cycles
-                floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
-                lb = max(lb, cyc + row.cycles, min(cyc + floor, facts.orig_t[j]))
+            lat = ctx.latencies(pipe, f.pipe, kind)
+            if lat is not None:  # brought closer than ptxas placed it: as in _block_facts
+                cycles, placed = lat
+                lb = max(lb, cyc + cycles, min(cyc + _closer_floor(placed, f.gmma), facts.orig_t[j]))
         if f.shared and not bar_seen and entry.bar is not None and ctx.bar_gap:
             lb = max(lb, entry.bar[1] + ctx.bar_gap)
         if lb > 0:
@@ -501,7 +501,7 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
     uniform_readers: dict[int, list[int]] = {}  # uniform register -> its readers since its last write
     last_bar = None
     dist: dict[int, tuple[tuple[int, int], ...]] = {}
-    latencies = _latency_lookup(ctx.sem)
+    latencies = ctx.latencies
     bar_gap, maxlat = ctx.bar_gap, ctx.maxlat
     for j, f, tj in zip(idxs, nodes, starts, strict=True):
         if f.never:
@@ -520,8 +520,7 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
                 # hardware-measured latency; a pair at least as far apart as in ptxas's order keeps
                 # ptxas's judgement.
                 cycles, placed = lat
-                floor = LATE_READ_CAP if f.gmma else max(placed, UNTRUSTED_RAW_FLOOR)
-                c = max(cycles, min(floor, tj - orig_t[p]))
+                c = max(cycles, min(_closer_floor(placed, f.gmma), tj - orig_t[p]))
                 if c > cons.get(p, 0):
                     cons[p] = c
         if f.shared and last_bar is not None and bar_gap and bar_gap > cons.get(last_bar, 0):
@@ -558,6 +557,13 @@ def _block_facts(ctx: KernelContext, block: int) -> BlockFacts:
         if cons:
             dist[j] = tuple(cons.items())
     return BlockFacts(block, b.start, b.end, info, dist, orig_t, t)
+
+
+def _closer_floor(placed: int, gmma: bool) -> int:
+    """The cycles a fixed-latency pair keeps when a move brings it closer than ptxas placed it (capped by
+    the caller at ptxas's distance): HGMMA's operands up to LATE_READ_CAP, others the placement latency or
+    UNTRUSTED_RAW_FLOOR."""
+    return LATE_READ_CAP if gmma else max(placed, UNTRUSTED_RAW_FLOOR)
 
 
 def _latency_lookup(sem: Semantics) -> Callable[[str, str, str], tuple[int, int] | None]:
