@@ -436,15 +436,17 @@ def kernel_names(requested: list[str] | None, split_path: Path = SPLIT_COMPUTE_V
 
 def load(names: list[str], work: Path) -> list[Kernel]:
     """The kernels as ``reorder_eval.load_kernels`` finds them (corpus cubins, CUDA C compiled with nvcc)."""
+    return [kernel_of(*found) for found in load_kernels(names, work)]
+
+
+def kernel_of(name: str, origin: str, cubin: bytes, spec: Any) -> Kernel:
+    """One of ``load_kernels``'s entries as a campaign's kernel."""
     from sass_lsp import app
     from sass_lsp.cuasm import write_cuasm
 
-    out = []
-    for name, origin, cubin, spec in load_kernels(names, work):
-        text = write_cuasm(cubin, source_name=name)
-        arch = app.kernel_arch(text, name)
-        out.append(Kernel(name, origin, text, arch, spec.kernel, math.prod(spec.block), cubin, spec))
-    return out
+    text = write_cuasm(cubin, source_name=name)
+    arch = app.kernel_arch(text, name)
+    return Kernel(name, origin, text, arch, spec.kernel, math.prod(spec.block), cubin, spec)
 
 
 def findings(text: str, arch: str) -> Counter:

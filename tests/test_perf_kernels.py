@@ -120,15 +120,13 @@ def test_random_chains_of_every_kind_keep_ptxas_distances(built: list) -> None:
     """The same check over chains of up to 12 moves as a campaign draws them, reorders alone (on the old
     rule, 3 of dp4a_gemm's first 8 add the HFMA2.MMA error) and every kind (renames, cross-block motion,
     reorders, then stall counts, which read the same bounds): none adds a per-consumer error."""
-    import math
-
     import move_campaign
 
     strict = _per_consumer_semantics()
-    for name, _origin, cubin, spec in built:
-        text = write_cuasm(cubin, source_name=name)
-        kernel = move_campaign.Kernel(name, "CUDA C", text, "sm_90", spec.kernel, math.prod(spec.block))
-        before = _errors(text, strict)
+    for entry in built:
+        kernel = move_campaign.kernel_of(*entry)
+        name = kernel.name
+        before = _errors(kernel.text, strict)
         for kinds in (("reorder",), move_campaign.KINDS):
             drawer = move_campaign.Drawer(kernel, kinds, 12, random.Random(name))
             draws = move_campaign.distinct_schedules(kernel, move_campaign.chains(drawer, f"test:{name}"))
